@@ -1,0 +1,221 @@
+"""Finite-difference gradient checks, in float64.
+
+The error between an analytic gradient ``a`` and a numerical one ``n`` is
+norm-wise and relative::
+
+    error = ||a - n|| / max(||a|| + ||n||, tiny)
+
+It lies in [0, 1]: 0 when they agree, 1 when they point in opposite
+directions. ``tiny`` (the smallest normal float64) keeps an all-zero pair, as in
+a fully masked row, at error 0 instead of 0/0. Central differences have a
+truncation error of order ``eps**2`` and a round-off error of order
+``1e-16 / eps``; ``eps = 1e-6`` balances the two for smooth functions of O(1)
+inputs, which is why correct float64 gradients agree to about 1e-9.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from ._validation import as_float_array
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def relative_error(analytic, numeric):
+    """Norm-wise relative error ``||a - n|| / max(||a|| + ||n||, tiny)``.
+
+    Examples
+    --------
+    >>> relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+    0.0
+    >>> relative_error(np.zeros(3), np.zeros(3))  # fully masked: no 0/0
+    0.0
+    >>> relative_error(np.array([1.0]), np.array([-1.0]))
+    1.0
+    """
+    analytic = np.asarray(analytic, dtype=np.float64)
+    numeric = np.asarray(numeric, dtype=np.float64)
+    if analytic.shape != numeric.shape:
+        raise ValueError(
+            f"analytic and numeric gradients must have the same shape; got "
+            f"{analytic.shape} and {numeric.shape}."
+        )
+    scale = max(np.linalg.norm(analytic) + np.linalg.norm(numeric), _TINY)
+    return float(np.linalg.norm(analytic - numeric) / scale)
+
+
+def _as_float64_inputs(inputs):
+    if not isinstance(inputs, Mapping) or not inputs:
+        raise TypeError(
+            "inputs must be a non-empty mapping of name -> array, e.g. "
+            f"{{'Q': Q, 'K': K}}; got {type(inputs).__name__}."
+        )
+    return {
+        name: as_float_array(value, name, min_ndim=0, layout="any shape").astype(np.float64)
+        for name, value in inputs.items()
+    }
+
+
+def numerical_gradient(loss: Callable[..., float], inputs, name, eps=1e-6):
+    """Central-difference gradient of ``loss(**inputs)`` with respect to ``inputs[name]``.
+
+    Each entry is perturbed by ``+eps`` and ``-eps`` in float64:
+    ``(loss(x + eps) - loss(x - eps)) / (2 eps)``.
+
+    Examples
+    --------
+    >>> grad = numerical_gradient(lambda x: float(np.sum(x**3)), {"x": np.array([1.0, 2.0])}, "x")
+    >>> np.round(grad, 6)
+    array([ 3., 12.])
+    """
+    arrays = _as_float64_inputs(inputs)
+    if name not in arrays:
+        raise KeyError(f"no input named {name!r}; inputs are {sorted(arrays)}.")
+    if not (isinstance(eps, float | int) and eps > 0):
+        raise ValueError(f"eps must be a positive number; got {eps!r}.")
+    x = arrays[name]
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        original = x[index]
+        x[index] = original + eps
+        loss_plus = float(loss(**arrays))
+        x[index] = original - eps
+        loss_minus = float(loss(**arrays))
+        x[index] = original
+        grad[index] = (loss_plus - loss_minus) / (2.0 * eps)
+    return grad
+
+
+class GradCheckReport(NamedTuple):
+    """Result of :func:`gradient_check`: the relative error of each input's gradient."""
+
+    errors: dict
+    tolerance: float
+
+    @property
+    def passed(self):
+        """True when every input's error is below the tolerance."""
+        return all(error < self.tolerance for error in self.errors.values())
+
+    @property
+    def worst(self):
+        """``(name, error)`` of the input with the largest error."""
+        return max(self.errors.items(), key=lambda item: item[1])
+
+    def __str__(self):
+        # Errors are shown as an order-of-magnitude bound so that printed
+        # reports do not change with the BLAS kernel; the exact values are in
+        # .errors.
+        lines = [
+            f"gradient check ({'passed' if self.passed else 'FAILED'}, "
+            f"tolerance {self.tolerance:.0e})"
+        ]
+        for name, error in self.errors.items():
+            verdict = "ok" if error < self.tolerance else "WRONG"
+            lines.append(f"  {name:>8}: relative error {_magnitude(error)}  {verdict}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _magnitude(error):
+    if error == 0.0:
+        return "= 0"
+    bound = 10.0 ** np.ceil(np.log10(error))
+    return f"< {bound:.0e}" if bound < 1e-2 else f"= {error:.2f}"
+
+
+def gradient_check(loss, inputs, analytic, *, eps=1e-6, tolerance=1e-6):
+    """Compare analytic gradients with central finite differences, input by input.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(**inputs)`` returns a scalar.
+    inputs : mapping of str to array_like
+        The point at which to check; copied to float64.
+    analytic : mapping of str to array_like
+        The gradient claimed for each input (same keys and shapes).
+    eps : float, default 1e-6
+        Finite-difference step.
+    tolerance : float, default 1e-6
+        An input passes when its relative error (see :func:`relative_error`)
+        is below this.
+
+    Returns
+    -------
+    GradCheckReport
+        ``.errors`` per input, ``.worst``, ``.passed``; prints as a short table.
+
+    Examples
+    --------
+    >>> x = np.array([1.0, -2.0])
+    >>> report = gradient_check(lambda x: float(np.sum(x**2)), {"x": x}, {"x": 2 * x})
+    >>> report.passed
+    True
+    >>> gradient_check(lambda x: float(np.sum(x**2)), {"x": x}, {"x": -2 * x}).passed
+    False
+    """
+    arrays = _as_float64_inputs(inputs)
+    if not isinstance(analytic, Mapping) or set(analytic) != set(arrays):
+        got = sorted(analytic) if isinstance(analytic, Mapping) else type(analytic).__name__
+        raise ValueError(
+            f"analytic must map the same names as inputs ({sorted(arrays)}); got {got}."
+        )
+    errors = {}
+    for name in arrays:
+        claimed = np.asarray(analytic[name], dtype=np.float64)
+        if claimed.shape != arrays[name].shape:
+            raise ValueError(
+                f"analytic gradient for {name!r} has shape {claimed.shape}, but the input "
+                f"has shape {arrays[name].shape}; a gradient has its input's shape."
+            )
+        errors[name] = relative_error(claimed, numerical_gradient(loss, arrays, name, eps))
+    return GradCheckReport(errors=errors, tolerance=float(tolerance))
+
+
+def _default_forward(Q, K, V, mask=None):
+    from .attention import attention_forward
+
+    return attention_forward(Q, K, V, mask, return_cache=True)
+
+
+def _default_backward(grad_output, cache):
+    from .attention import attention_backward
+
+    return attention_backward(grad_output, cache)
+
+
+def check_attention_gradients(
+    Q, K, V, mask=None, *, forward=None, backward=None, seed=0, eps=1e-6, tolerance=1e-6
+):
+    """Gradient-check an attention forward/backward pair on the loss ``sum(G * O)``.
+
+    ``G`` is a fixed random upstream gradient, so every entry of the output
+    matters to the loss. By default the library's own pair is checked; pass
+    ``forward(Q, K, V, mask) -> (output, cache)`` and
+    ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)`` to check yours.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> Q, K, V = rng.normal(size=(3, 4, 3))
+    >>> check_attention_gradients(Q, K, V, mask=causal_mask(4)).passed
+    True
+    """
+    forward = forward or _default_forward
+    backward = backward or _default_backward
+    inputs = _as_float64_inputs({"Q": Q, "K": K, "V": V})
+    output, cache = forward(inputs["Q"], inputs["K"], inputs["V"], mask)
+    upstream = np.random.default_rng(seed).standard_normal(np.shape(output))
+    grad_Q, grad_K, grad_V = backward(upstream, cache)
+
+    def loss(Q, K, V):
+        return float(np.sum(upstream * forward(Q, K, V, mask)[0]))
+
+    analytic = {"Q": grad_Q, "K": grad_K, "V": grad_V}
+    return gradient_check(loss, inputs, analytic, eps=eps, tolerance=tolerance)
