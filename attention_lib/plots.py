@@ -40,10 +40,14 @@ __all__ = [
     "blend_plot",
     "board_style",
     "figure_style",
+    "format_weight",
     "kv_cards",
     "new_figure",
     "score_histogram",
     "series_style",
+    "update_arrows_2d",
+    "update_blend_plot",
+    "update_weight_bars",
     "variance_curve",
     "weight_bars",
 ]
@@ -306,6 +310,24 @@ def _labels(labels, n, name):
     return labels
 
 
+def format_weight(weight, decimals=2):
+    """A weight rounded for display, never showing a positive weight as zero.
+
+    Softmax gives every readable key a positive weight; rounding 0.0004 to
+    "0.00" would contradict that on screen, so it reads "<0.01" instead.
+
+    Examples
+    --------
+    >>> format_weight(0.25), format_weight(0.0004), format_weight(0.0)
+    ('0.25', '<0.01', '0.00')
+    """
+    weight = float(weight)
+    text = f"{weight:.{decimals}f}"
+    if 0.0 < weight < 0.5 * 10.0**-decimals:
+        return f"<{10.0**-decimals:.{decimals}f}"
+    return text
+
+
 def _text_color(rgba):
     """Black or white, whichever reads better on a cell of colour ``rgba``."""
     r, g, b = rgba[:3]
@@ -427,7 +449,7 @@ def attention_heatmap(
                 ax.text(
                     j,
                     i,
-                    f"{weights[i, j]:.{decimals}f}",
+                    format_weight(weights[i, j], decimals),
                     ha="center",
                     va="center",
                     color=color,
@@ -578,7 +600,7 @@ def kv_cards(
             ax.text(
                 x + 0.5,
                 -0.45,
-                f"weight {weights[i]:.2f}",
+                f"weight {format_weight(weights[i])}",
                 ha="center",
                 va="center",
                 fontsize=font,
@@ -733,6 +755,17 @@ def variance_curve(
     return lines
 
 
+def _bar_colors(weights):
+    return mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0, 1))
+
+
+def _bar_text(weights, scores, i, decimals):
+    text = format_weight(weights[i], decimals)
+    if scores is not None:
+        text += f"\nscore {np.ravel(scores)[i]:.{decimals}f}"
+    return text
+
+
 def weight_bars(
     weights,
     ax=None,
@@ -776,15 +809,24 @@ def weight_bars(
     spec = STYLES[style]
     ax = _get_ax(ax, style)
     _style_axes(ax, style)
-    colors = mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0, 1))
     bars = ax.bar(
-        range(n), weights, color=colors, edgecolor="black", linewidth=spec["rc"]["axes.linewidth"]
+        range(n),
+        weights,
+        color=_bar_colors(weights),
+        edgecolor="black",
+        linewidth=spec["rc"]["axes.linewidth"],
+        gid="weight-bars",
     )
     for i, w in enumerate(weights):
-        text = f"{w:.{decimals}f}"
-        if scores is not None:
-            text += f"\nscore {np.ravel(scores)[i]:.{decimals}f}"
-        ax.text(i, w + 0.02, text, ha="center", va="bottom", fontsize=spec["annotation"])
+        ax.text(
+            i,
+            w + 0.02,
+            _bar_text(weights, scores, i, decimals),
+            ha="center",
+            va="bottom",
+            fontsize=spec["annotation"],
+            gid="weight-label",
+        )
     ax.set_xticks(range(n), labels)
     ax.set_ylim(0.0, 1.15)
     ax.set_xlabel("key")
@@ -866,22 +908,31 @@ def arrows_2d(
             weight="bold",
         )
     if query is not None:
-        q = np.ravel(query)
-        if np.hypot(*q) > 0:
-            arrows.append(
-                ax.arrow(
-                    0,
-                    0,
-                    q[0],
-                    q[1],
-                    width=1.4 * width,
-                    color=_QUERY_COLOR,
-                    length_includes_head=True,
-                    head_width=5 * width,
-                )
+        q = np.ravel(np.asarray(query, dtype=float))
+        # Always an arrow (empty when q = 0) plus a dot at its tip, so that
+        # update_arrows_2d can move both in place.
+        arrows.append(
+            ax.arrow(
+                0,
+                0,
+                q[0],
+                q[1],
+                width=1.4 * width,
+                color=_QUERY_COLOR,
+                length_includes_head=True,
+                head_width=5 * width,
+                gid="query-arrow",
+                visible=bool(np.hypot(*q) > 0),
             )
-        else:
-            arrows.extend(ax.plot([0], [0], "o", color=_QUERY_COLOR, markersize=spec["marker"]))
+        )
+        ax.plot(
+            [q[0]],
+            [q[1]],
+            "o",
+            color=_QUERY_COLOR,
+            markersize=spec["marker"] * 0.6,
+            gid="query-tip",
+        )
         ax.annotate(
             "q",
             q,
@@ -890,6 +941,7 @@ def arrows_2d(
             color=_QUERY_COLOR,
             fontsize=spec["annotation"] + 1,
             weight="bold",
+            gid="query-label",
         )
     ax.axhline(0, color="#dddddd", linewidth=0.8, zorder=0)
     ax.axvline(0, color="#dddddd", linewidth=0.8, zorder=0)
@@ -983,9 +1035,10 @@ def blend_plot(
         edgecolor="black",
         linewidth=0.6,
         zorder=2,
+        gid="values",
     )
     for i in range(n):
-        text = labels[i] if weights is None else f"{labels[i]} ({sizes[i]:.2f})"
+        text = labels[i] if weights is None else f"{labels[i]} ({format_weight(sizes[i])})"
         ax.annotate(
             text,
             values[i],
@@ -994,6 +1047,7 @@ def blend_plot(
             color=_VALUE_COLOR,
             fontsize=spec["annotation"] + 1,
             weight="bold",
+            gid="value-label",
         )
     (star,) = ax.plot(
         [output[0]],
@@ -1004,6 +1058,7 @@ def blend_plot(
         markeredgecolor="black",
         zorder=3,
         label="output",
+        gid="output",
     )
     if limit is None:
         limit = 1.25 * max(float(np.abs(np.vstack([values, output])).max()), 1e-9)
@@ -1037,3 +1092,85 @@ def _convex_hull(points):
             upper.pop()
         upper.append(p)
     return np.array(lower[:-1] + upper[:-1])
+
+
+# In-place updates: an explorer draws once with the helpers above, then moves
+# the same artists on every change (no new axes, ticks or layout: that is where
+# a redraw's time goes). Each helper tags its moving artists with a gid.
+
+
+def _tagged(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def update_arrows_2d(ax, query):
+    """Move the query arrow that :func:`arrows_2d` drew on ``ax`` to ``query``.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = arrows_2d(ax, [[1.0, 0.0]], query=[0.5, 0.5], limit=2)
+    >>> update_arrows_2d(ax, [0.0, 1.5])
+    >>> ax.texts[-1].xy
+    (0.0, 1.5)
+    """
+    q = np.ravel(np.asarray(query, dtype=float))
+    (arrow,) = _tagged(ax, "query-arrow")
+    arrow.set_data(dx=q[0], dy=q[1])
+    arrow.set_visible(bool(np.hypot(*q) > 0))  # q = 0: only the dot
+    (tip,) = _tagged(ax, "query-tip")
+    tip.set_data([q[0]], [q[1]])
+    (label,) = _tagged(ax, "query-label")
+    label.xy = (float(q[0]), float(q[1]))
+
+
+def update_weight_bars(ax, weights, scores=None, *, decimals=2):
+    """Set the bars (and their labels) that :func:`weight_bars` drew on ``ax``.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = weight_bars([0.5, 0.5], ax=ax)
+    >>> update_weight_bars(ax, [0.9, 0.1])
+    >>> [t.get_text() for t in ax.texts]
+    ['0.90', '0.10']
+    """
+    weights = np.ravel(np.asarray(weights, dtype=float))
+    bars = [p for p in ax.patches if p.get_gid() == "weight-bars"] or [
+        p for c in ax.containers if c.get_gid() == "weight-bars" for p in c
+    ]
+    texts = _tagged(ax, "weight-label")
+    if len(bars) != weights.size or len(texts) != weights.size:
+        raise ValueError(f"ax holds {len(bars)} weight bars; got {weights.size} weights.")
+    for i, (bar, text, color) in enumerate(zip(bars, texts, _bar_colors(weights), strict=True)):
+        bar.set_height(weights[i])
+        bar.set_facecolor(color)
+        text.set_y(weights[i] + 0.02)
+        text.set_text(_bar_text(weights, scores, i, decimals))
+
+
+def update_blend_plot(ax, output, weights=None, labels=None):
+    """Move the output star and resize the values that :func:`blend_plot` drew on ``ax``.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = blend_plot(ax, [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [0.3, 0.3],
+    ...                weights=[0.4, 0.3, 0.3])
+    >>> update_blend_plot(ax, [0.0, 0.5], weights=[0.5, 0.0, 0.5])
+    >>> ax.lines[-1].get_xydata().tolist(), ax.texts[1].get_text()
+    ([[0.0, 0.5]], 'v1 (0.00)')
+    """
+    output = np.ravel(np.asarray(output, dtype=float))
+    (star,) = _tagged(ax, "output")
+    star.set_data([output[0]], [output[1]])
+    if weights is None:
+        return
+    weights = np.ravel(np.asarray(weights, dtype=float))
+    (points,) = _tagged(ax, "values")
+    base = STYLES[figure_style(ax)]["marker"] ** 2
+    points.set_sizes(base * (1 + 12 * weights))
+    texts = _tagged(ax, "value-label")
+    labels = _labels(labels, len(texts), "labels") or [f"v{i}" for i in range(len(texts))]
+    for text, label, w in zip(texts, labels, weights, strict=True):
+        text.set_text(f"{label} ({format_weight(w)})")

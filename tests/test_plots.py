@@ -188,3 +188,33 @@ def test_arrows_and_blend_plot_draw_the_given_vectors():
     hull = right.patches[0].get_xy()
     assert len(hull) >= 3
     render_png(fig)
+
+
+def test_format_weight_never_shows_a_positive_weight_as_zero():
+    assert plots.format_weight(1e-300) == "<0.01"
+    assert plots.format_weight(0.004, 3) == "0.004"
+    assert plots.format_weight(0.0) == "0.00"
+    assert plots.format_weight(0.995) == "0.99" or plots.format_weight(0.995) == "1.00"
+
+
+def test_update_helpers_move_the_same_artists_in_place():
+    fig, (left, middle, right) = plots.new_figure(1, 3, pyplot=False)
+    plots.arrows_2d(left, [[1.0, 0.0]], query=[1.0, 1.0], limit=3)
+    plots.weight_bars([0.5, 0.5], ax=middle, scores=[0.0, 0.0])
+    plots.blend_plot(right, [[0, 0], [2, 0], [0, 2]], [1, 1], weights=[0.0, 0.5, 0.5])
+    children = [list(ax.get_children()) for ax in (left, middle, right)]
+
+    plots.update_arrows_2d(left, [0.0, 0.0])
+    plots.update_weight_bars(middle, [0.8, 0.2], scores=[1.0, -0.4])
+    plots.update_blend_plot(right, [0.4, 0.2], weights=[0.8, 0.1, 0.1])
+    assert [list(ax.get_children()) for ax in (left, middle, right)] == children
+
+    arrow = next(a for a in left.patches if a.get_gid() == "query-arrow")
+    assert not arrow.get_visible()  # a zero query is only a dot
+    assert [p.get_height() for p in middle.patches] == [0.8, 0.2]
+    assert [t.get_text() for t in middle.texts] == ["0.80\nscore 1.00", "0.20\nscore -0.40"]
+    np.testing.assert_allclose(right.lines[-1].get_xydata(), [[0.4, 0.2]])
+    assert right.texts[0].get_text() == "v0 (0.80)"
+    with pytest.raises(ValueError, match="2 weight bars"):
+        plots.update_weight_bars(middle, [0.2, 0.3, 0.5])
+    render_png(fig)

@@ -153,3 +153,38 @@ def test_registry_lists_explorer_specs():
     specs = available_explorers()
     assert isinstance(specs, dict)
     assert all(isinstance(s, ExplorerSpec) and s.name == name for name, s in specs.items())
+
+
+def test_refresh_path_moves_artists_without_new_axes_or_layout():
+    calls = []
+
+    def refresh(fig, state):
+        calls.append(state["angle"])
+        plots.update_arrows_2d(fig.axes[0], state["point"])
+
+    controls = {"angle": ipywidgets.FloatSlider(0.0, min=-3, max=3, continuous_update=False)}
+    explorer = Explorer(
+        "moving",
+        controls,
+        _update,
+        _draw,
+        lambda s: "",
+        lambda v, s: "",
+        refresh=refresh,
+        figsize=(3.0, 2.5),
+    )
+    axes = list(explorer._fig.axes)
+    position = axes[0].get_position().bounds
+    first = explorer.png
+    explorer.set(angle=1.0)
+    assert calls == [1.0]
+    assert explorer._fig.axes == axes  # same axes: nothing was cleared
+    assert axes[0].get_position().bounds == position  # frozen layout
+    assert type(explorer._fig.get_layout_engine()).__name__ in (
+        "NoneType",
+        "PlaceHolderLayoutEngine",
+    )
+    assert explorer.png != first
+    # draw_static still draws from scratch, with its own layout.
+    fig = explorer.draw_static(state=explorer.state)
+    assert fig is not explorer._fig and len(fig.axes) == 1

@@ -143,6 +143,13 @@ class Explorer:
         ``table(state) -> str`` (HTML).
     readout : callable
         ``readout(values, state) -> str`` (HTML): control values and the key number.
+    refresh : callable, optional
+        ``refresh(fig, state)``: move the artists ``draw`` made to show ``state``
+        (``set_data``, ``set_height``, ... through the ``plots.update_*``
+        helpers). When given, ``draw`` runs once, the layout is frozen after
+        the first render, and every change only calls ``refresh``: no new
+        axes, ticks or layout, which is most of a redraw's cost. Without it,
+        each change clears the figure and calls ``draw`` again.
     figsize : (float, float), default (8, 3.5)
     dpi : float, default LIVE_DPI
     style : {"default", "board"}, default "default"
@@ -191,6 +198,7 @@ class Explorer:
         table,
         readout,
         *,
+        refresh=None,
         figsize=(8.0, 3.5),
         dpi=LIVE_DPI,
         style="default",
@@ -206,6 +214,8 @@ class Explorer:
                     "release only (continuous_update=False), so dragging stays responsive."
                 )
         self._update, self._draw, self._table, self._readout = update, draw, table, readout
+        self._refresh_artists = refresh
+        self._drawn = False
         self.style = style
         # One Agg figure for the explorer's lifetime, invisible to pyplot.
         self._fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=dpi)
@@ -250,10 +260,19 @@ class Explorer:
     def _refresh(self):
         values = self.values
         self.state = self._update(**values)
-        self._fig.clear()
         with plots.series_style(self.style):
-            self._draw(self._fig, self.state)
-            png = render_png(self._fig)
+            if self._drawn and self._refresh_artists is not None:
+                self._refresh_artists(self._fig, self.state)
+                png = render_png(self._fig)
+            else:
+                self._fig.clear()
+                self._draw(self._fig, self.state)
+                png = render_png(self._fig)
+                if self._refresh_artists is not None:
+                    # Keep the positions the first layout found: artists move,
+                    # axes and margins stay, so no layout pass per change.
+                    self._fig.set_layout_engine("none")
+                    self._drawn = True
         self.figure.value = png
         self.readout.value = self._readout(values, self.state)
         self.table.value = self._table(self.state)
