@@ -1106,11 +1106,13 @@ def _tagged(ax, gid):
 def update_arrows_2d(ax, query):
     """Move the query arrow that :func:`arrows_2d` drew on ``ax`` to ``query``.
 
+    Returns the artists it moved (arrow, tip, label), for blitting.
+
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
     >>> _ = arrows_2d(ax, [[1.0, 0.0]], query=[0.5, 0.5], limit=2)
-    >>> update_arrows_2d(ax, [0.0, 1.5])
+    >>> moved = update_arrows_2d(ax, [0.0, 1.5])
     >>> ax.texts[-1].xy
     (0.0, 1.5)
     """
@@ -1122,16 +1124,19 @@ def update_arrows_2d(ax, query):
     tip.set_data([q[0]], [q[1]])
     (label,) = _tagged(ax, "query-label")
     label.xy = (float(q[0]), float(q[1]))
+    return [arrow, tip, label]
 
 
 def update_weight_bars(ax, weights, scores=None, *, decimals=2):
     """Set the bars (and their labels) that :func:`weight_bars` drew on ``ax``.
 
+    Returns the artists it changed (bars, then labels), for blitting.
+
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
     >>> _ = weight_bars([0.5, 0.5], ax=ax)
-    >>> update_weight_bars(ax, [0.9, 0.1])
+    >>> moved = update_weight_bars(ax, [0.9, 0.1])
     >>> [t.get_text() for t in ax.texts]
     ['0.90', '0.10']
     """
@@ -1147,17 +1152,20 @@ def update_weight_bars(ax, weights, scores=None, *, decimals=2):
         bar.set_facecolor(color)
         text.set_y(weights[i] + 0.02)
         text.set_text(_bar_text(weights, scores, i, decimals))
+    return [*bars, *texts]
 
 
 def update_blend_plot(ax, output, weights=None, labels=None):
     """Move the output star and resize the values that :func:`blend_plot` drew on ``ax``.
+
+    Returns the artists it changed (values, labels, star), for blitting.
 
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
     >>> _ = blend_plot(ax, [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [0.3, 0.3],
     ...                weights=[0.4, 0.3, 0.3])
-    >>> update_blend_plot(ax, [0.0, 0.5], weights=[0.5, 0.0, 0.5])
+    >>> moved = update_blend_plot(ax, [0.0, 0.5], weights=[0.5, 0.0, 0.5])
     >>> ax.lines[-1].get_xydata().tolist(), ax.texts[1].get_text()
     ([[0.0, 0.5]], 'v1 (0.00)')
     """
@@ -1165,7 +1173,7 @@ def update_blend_plot(ax, output, weights=None, labels=None):
     (star,) = _tagged(ax, "output")
     star.set_data([output[0]], [output[1]])
     if weights is None:
-        return
+        return [star]
     weights = np.ravel(np.asarray(weights, dtype=float))
     (points,) = _tagged(ax, "values")
     base = STYLES[figure_style(ax)]["marker"] ** 2
@@ -1174,3 +1182,4 @@ def update_blend_plot(ax, output, weights=None, labels=None):
     labels = _labels(labels, len(texts), "labels") or [f"v{i}" for i in range(len(texts))]
     for text, label, w in zip(texts, labels, weights, strict=True):
         text.set_text(f"{label} ({format_weight(w)})")
+    return [points, *texts, star]

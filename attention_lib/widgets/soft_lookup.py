@@ -183,19 +183,23 @@ def draw(fig, state):
 def refresh(fig, state):
     """Move what :func:`draw` drew on ``fig`` to ``state`` (same keys and values).
 
+    Returns the artists it moved, so the shell can redraw only those.
+
     Examples
     --------
     >>> from attention_lib.widgets.soft_lookup import draw, refresh, update
     >>> fig, _ = plots.new_figure(0, pyplot=False)
     >>> draw(fig, update(angle=0.0))
-    >>> refresh(fig, update(angle=90.0, length=2.0))
+    >>> moved = refresh(fig, update(angle=90.0, length=2.0))
     >>> fig.axes[0].texts[-1].xy == (0.0, 2.0)
     True
     """
     left, middle, right = fig.axes[:3]
-    plots.update_arrows_2d(left, np.round(state.query, 12))
-    plots.update_weight_bars(middle, state.weights, state.scores)
-    plots.update_blend_plot(right, state.output, weights=state.weights, labels=state.labels)
+    return [
+        *plots.update_arrows_2d(left, np.round(state.query, 12)),
+        *plots.update_weight_bars(middle, state.weights, state.scores),
+        *plots.update_blend_plot(right, state.output, weights=state.weights, labels=state.labels),
+    ]
 
 
 def _vector(v):
