@@ -476,6 +476,7 @@ def _style_labels(ax, spec):
     ax.xaxis.label.set_fontsize(spec["label"])
     ax.yaxis.label.set_fontsize(spec["label"])
     ax.title.set_fontsize(spec["title"])
+    ax.title.set_fontweight("bold")
 
 
 def _vector_text(vector, decimals):
