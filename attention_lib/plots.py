@@ -587,7 +587,7 @@ def kv_cards(
         return patch
 
     if query is not None:
-        card(0, "#fdf0e8", _QUERY_COLOR, "query", [("q", query, _QUERY_COLOR)])
+        card(0, "#fdf0e8", _QUERY_COLOR, "query", [("q", query, "#9a3a00")])
         slot = 1
     cards = []
     for i in range(n):
@@ -607,7 +607,7 @@ def kv_cards(
                 fontsize=font,
             )
     if output is not None:
-        card(1.2 * (slot + n), "#f7eaf2", _OUTPUT_COLOR, "output", [("o", output, _OUTPUT_COLOR)])
+        card(1.2 * (slot + n), "#f7eaf2", _OUTPUT_COLOR, "output", [("o", output, "#7d3160")])
     if title is not None:
         ax.set_title(title, fontsize=spec["title"], fontweight="bold")
     return cards
