@@ -28,9 +28,9 @@ import contextlib
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import FancyBboxPatch, PathPatch, Rectangle
+from matplotlib.path import Path
 
 __all__ = [
     "MASKED_COLOR",
@@ -46,6 +46,7 @@ __all__ = [
     "score_histogram",
     "series_style",
     "update_arrows_2d",
+    "update_attention_heatmap",
     "update_blend_plot",
     "update_weight_bars",
     "variance_curve",
@@ -387,7 +388,7 @@ def attention_heatmap(
     >>> fig, ax = new_figure(pyplot=False)
     >>> weights = np.array([[1.0, 0.0], [0.25, 0.75]])
     >>> image = attention_heatmap(weights, ax=ax, mask=causal_mask(2), key_labels=["a", "b"])
-    >>> [t.get_text() for t in ax.texts]
+    >>> [t.get_text() for t in ax.texts if t.get_visible()]  # the masked cell has none
     ['1.00', '0.25', '0.75']
     >>> [t.get_text() for t in ax.get_xticklabels()]
     ['a', 'b']
@@ -399,18 +400,7 @@ def attention_heatmap(
             "Pick one example and head first, e.g. weights[0, 0]."
         )
     n_q, n_k = weights.shape
-    blocked = np.zeros(weights.shape, dtype=bool)
-    if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != np.bool_:
-            raise TypeError(f"mask must be boolean (True = may read); got dtype {mask.dtype}.")
-        try:
-            blocked = ~np.broadcast_to(mask, weights.shape)
-        except ValueError:
-            raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to weights of shape "
-                f"{weights.shape}."
-            ) from None
+    blocked = _blocked_cells(mask, weights.shape)
     query_labels = _labels(query_labels, n_q, "query_labels")
     key_labels = _labels(key_labels, n_k, "key_labels")
     style = figure_style(ax, style)
@@ -421,40 +411,43 @@ def attention_heatmap(
     shown = np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights))
     colormap = mpl.colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     image = ax.imshow(
-        shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
+        shown,
+        cmap=colormap,
+        vmin=vmin,
+        vmax=vmax,
+        aspect="auto",
+        interpolation="nearest",
+        gid="attention-weights",
     )
-    for i, j in zip(*np.nonzero(blocked), strict=True):
-        ax.add_patch(
-            Rectangle(
-                (j - 0.5, i - 0.5),
-                1,
-                1,
-                facecolor=MASKED_COLOR,
-                edgecolor="#6e6e6e",
-                hatch="//",
-                linewidth=0,
-                label="_masked",
-                gid="masked",
-            )
+    # All masked cells form ONE hatched patch, so an explorer can move the mask
+    # in place (update_attention_heatmap) and drawing stays cheap for large T.
+    ax.add_patch(
+        PathPatch(
+            _cells_path(blocked),
+            facecolor=MASKED_COLOR,
+            edgecolor="#6e6e6e",
+            hatch="//",
+            linewidth=0,
+            label="_masked",
+            gid="masked",
         )
+    )
     if annotate is None:
         annotate = max(n_q, n_k) <= 10
     if annotate:
-        norm = image.norm if isinstance(image.norm, Normalize) else Normalize()
+        # One text per cell (hidden where masked), so updates only change them.
         for i in range(n_q):
             for j in range(n_k):
-                if blocked[i, j] or not np.isfinite(weights[i, j]):
-                    continue
-                color = _text_color(colormap(norm(weights[i, j])))
                 ax.text(
                     j,
                     i,
-                    format_weight(weights[i, j], decimals),
+                    "",
                     ha="center",
                     va="center",
-                    color=color,
                     fontsize=spec["annotation"],
+                    gid="weight-annotation",
                 )
+        _annotate_cells(ax, image, weights, blocked, decimals)
     ax.set_xticks(range(n_k), key_labels if key_labels is not None else range(n_k))
     ax.set_yticks(range(n_q), query_labels if query_labels is not None else range(n_q))
     ax.set_xlabel("key")
@@ -470,6 +463,50 @@ def attention_heatmap(
         bar.set_label("weight" if (vmin, vmax) == (0.0, 1.0) else "value", fontsize=spec["label"])
     _style_labels(ax, spec)
     return image
+
+
+def _cells_path(blocked):
+    """One compound path of unit squares around the True cells of ``blocked``."""
+    rows, cols = np.nonzero(blocked)
+    if rows.size == 0:
+        return Path(np.zeros((1, 2)), [Path.MOVETO])
+    corners = np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5], [-0.5, -0.5]])
+    vertices = (np.stack([cols, rows], axis=-1)[:, None, :] + corners[None]).reshape(-1, 2)
+    codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], rows.size)
+    return Path(vertices, codes)
+
+
+def _annotate_cells(ax, image, weights, blocked, decimals):
+    texts = [t for t in ax.texts if t.get_gid() == "weight-annotation"]
+    if not texts:
+        return []
+    if len(texts) != weights.size:
+        raise ValueError(
+            f"ax holds {len(texts)} annotations; got weights of shape {weights.shape}."
+        )
+    colormap, norm = image.get_cmap(), image.norm
+    for text, value, hidden in zip(texts, weights.ravel(), blocked.ravel(), strict=True):
+        visible = not hidden and bool(np.isfinite(value))
+        text.set_visible(visible)
+        if visible:
+            text.set_text(format_weight(value, decimals))
+            text.set_color(_text_color(colormap(norm(value))))
+    return texts
+
+
+def _blocked_cells(mask, shape):
+    """Boolean array of the cells a mask blocks (``~mask``), or all False without a mask."""
+    if mask is None:
+        return np.zeros(shape, dtype=bool)
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean (True = may read); got dtype {mask.dtype}.")
+    try:
+        return ~np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {mask.shape} does not broadcast to weights of shape {shape}."
+        ) from None
 
 
 def _style_labels(ax, spec):
@@ -1102,6 +1139,35 @@ def _convex_hull(points):
 
 def _tagged(ax, gid):
     return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def update_attention_heatmap(ax, weights, mask=None, *, decimals=2):
+    """Show new ``weights`` (and a new ``mask``) in a heatmap drawn by :func:`attention_heatmap`.
+
+    Same shape as before; the colour scale, labels and title stay. Returns the
+    artists it changed (image, masked-cell patch, annotations), for blitting.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = attention_heatmap(np.full((2, 2), 0.5), ax=ax, colorbar=False)
+    >>> moved = update_attention_heatmap(ax, np.array([[1.0, 0.0], [0.3, 0.7]]),
+    ...                                  mask=causal_mask(2))
+    >>> [t.get_text() for t in ax.texts if t.get_visible()]
+    ['1.00', '0.30', '0.70']
+    """
+    weights = np.asarray(weights, dtype=float)
+    (image,) = _tagged(ax, "attention-weights")
+    if weights.shape != image.get_array().shape:
+        raise ValueError(
+            f"the heatmap shows shape {image.get_array().shape}; got weights of shape "
+            f"{weights.shape}. Draw a new heatmap for a new shape."
+        )
+    blocked = _blocked_cells(mask, weights.shape)
+    image.set_data(np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights)))
+    (patch,) = _tagged(ax, "masked")
+    patch.set_path(_cells_path(blocked))
+    return [image, patch, *_annotate_cells(ax, image, weights, blocked, decimals)]
 
 
 def update_arrows_2d(ax, query):

@@ -6,7 +6,6 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from matplotlib.patches import Rectangle
 from PIL import Image
 
 from attention_lib import causal_mask, plots
@@ -35,9 +34,10 @@ def test_masked_cells_are_drawn_distinct_from_zero_weight_cells():
     fig, ax = plots.new_figure(pyplot=False, dpi=80)
     plots.attention_heatmap(weights, ax=ax, mask=mask, annotate=False, colorbar=False)
 
-    hatched = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() == "masked"]
-    assert len(hatched) == int((~mask).sum()) == 3
-    assert all(p.get_hatch() == "//" for p in hatched)
+    (hatched,) = [p for p in ax.patches if p.get_gid() == "masked"]
+    assert hatched.get_hatch() == "//"
+    squares = hatched.get_path().vertices.reshape(-1, 5, 2)[:, :4].mean(axis=1)  # cell centres
+    assert sorted(map(tuple, squares[:, ::-1].tolist())) == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
 
     # Rendered: the masked cell (0, 1) holds weight 0, yet it is grey/hatched,
     # not the colormap's colour for 0.
@@ -72,7 +72,8 @@ def test_heatmap_labels_annotations_and_colormap():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["the", "cat"]
     assert ax.get_title() == "weights"
-    assert sorted(t.get_text() for t in ax.texts) == ["0.12", "0.50", "0.50", "0.88"]
+    shown = sorted(t.get_text() for t in ax.texts if t.get_visible())
+    assert shown == ["0.12", "0.50", "0.50", "0.88"]
     assert image.get_cmap().name.startswith("viridis")
     assert image.get_clim() == (0.0, 1.0)
 
@@ -218,3 +219,28 @@ def test_update_helpers_move_the_same_artists_in_place():
     with pytest.raises(ValueError, match="2 weight bars"):
         plots.update_weight_bars(middle, [0.2, 0.3, 0.5])
     render_png(fig)
+
+
+def test_update_attention_heatmap_moves_weights_mask_and_annotations():
+    fig, ax = plots.new_figure(pyplot=False, dpi=80)
+    plots.attention_heatmap(np.full((3, 3), 1 / 3), ax=ax, colorbar=False)
+    children = list(ax.get_children())
+    weights = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    moved = plots.update_attention_heatmap(ax, weights, mask=causal_mask(3))
+    assert list(ax.get_children()) == children and len(moved) == 2 + 9
+    np.testing.assert_array_equal(ax.images[0].get_array().mask, ~causal_mask(3))
+    assert [t.get_text() for t in ax.texts if t.get_visible()] == [
+        "1.00",
+        "0.50",
+        "0.50",
+        "0.20",
+        "0.30",
+        "0.50",
+    ]
+    masked = _pixel(fig, ax, 2.25, 0.0).astype(float)
+    zero = np.array(mpl.colormaps["viridis"](0.0)[:3]) * 255
+    assert np.abs(masked - zero).max() > 60  # the newly masked cell is grey now
+    plots.update_attention_heatmap(ax, np.full((3, 3), 1 / 3))  # mask removed again
+    assert len(ax.patches[0].get_path().vertices) == 1
+    with pytest.raises(ValueError, match="Draw a new heatmap"):
+        plots.update_attention_heatmap(ax, np.zeros((2, 3)))
