@@ -30,7 +30,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from attention_lib import attention_backward, attention_forward
 from attention_lib._validation import as_float_array
@@ -102,10 +102,10 @@ def torch_pair():
         import torch.nn.functional as F
     except ImportError:
         return None
-    blas_threads = (
-        max(info["num_threads"] for info in threadpool_info()) if threadpool_info() else 1
-    )
-    torch.set_num_threads(blas_threads)
+    # Same thread count as NumPy's BLAS (torch's own OpenMP pool shows up in
+    # threadpool_info too, so look at the BLAS entries only).
+    blas_threads = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    torch.set_num_threads(max(blas_threads, default=1))
 
     def forward(Q, K, V, grad_output):
         with torch.no_grad():
@@ -194,14 +194,24 @@ def print_header(torch_version):
         f"{i['internal_api']} {i.get('version')} ({i.get('architecture')}, "
         f"{i['num_threads']} threads)"
         for i in threadpool_info()
+        if i["user_api"] == "blas"
     )
-    print(f"numpy {np.__version__}; BLAS: {blas}; torch: {torch_version or 'not installed'}")
+    torch_text = (
+        f"{torch_version} ({torch_threads()} threads)" if torch_version else "not installed"
+    )
+    print(f"numpy {np.__version__}; BLAS: {blas}; torch: {torch_text}")
     print()
     print(
         "| dtype | (B, H, T, d) | pass | ours ms | chapter ms | torch ms | ours/chapter "
         "| ours/torch | memory ours/chapter | input checks |"
     )
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+
+
+def torch_threads():
+    import torch
+
+    return torch.get_num_threads()
 
 
 def print_row(r):
@@ -245,7 +255,13 @@ def report_targets(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds (CI)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="BLAS (and torch) threads; default: all"
+    )
     args = parser.parse_args()
+    if args.threads is not None:
+        # Fewer threads than cores keeps a shared, busy machine from oversubscribing.
+        threadpool_limits(args.threads)
     if args.smoke:
         rows = run(SMOKE_SHAPES, [np.float32, np.float64], repeats=2, budget_s=0.0)
     else:

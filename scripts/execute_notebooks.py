@@ -48,6 +48,30 @@ def strip_volatile(nb: nbformat.NotebookNode) -> None:
             cell.metadata.pop(key, None)
         for output in cell.get("outputs", []):
             output.get("data", {}).pop(WIDGET_VIEW, None)
+        if "outputs" in cell:
+            cell.outputs = coalesce_streams(cell.outputs)
+
+
+def coalesce_streams(outputs):
+    """Merge consecutive stream outputs of the same stream into one.
+
+    How printed text is split into messages depends on timing, so the same
+    prints can be stored as one output or several; merged, the file is the
+    same on every run (nbval merges streams itself before comparing).
+    """
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] += output["text"]
+        else:
+            merged.append(output)
+    return merged
 
 
 def check_kernelspec() -> None:
