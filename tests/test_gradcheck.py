@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from attention_lib import (
-    attention_forward,
     causal_mask,
     check_attention_gradients,
     gradient_check,
     numerical_gradient,
+    pitfalls,
     relative_error,
 )
 
@@ -42,25 +42,14 @@ def test_gradient_check_names_the_wrong_input():
 
 
 def test_check_catches_a_sign_error_in_the_softmax_row_term():
-    def forward(Q, K, V, mask=None):
-        return attention_forward(Q, K, V, mask, return_cache=True)
-
-    def backward_with_sign_error(grad_output, cache):
-        # + rowsum instead of - rowsum in eq. 19.4
-        weights = cache.weights
-        grad_weights = grad_output @ np.swapaxes(cache.V, -1, -2)
-        row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
-        grad_scores = weights * (grad_weights + row_dot)
-        grad_V = np.swapaxes(weights, -1, -2) @ grad_output
-        return grad_scores @ cache.K * cache.scale, grad_scores.T @ cache.Q * cache.scale, grad_V
-
     rng = np.random.default_rng(0)
     Q, K, V = rng.standard_normal((3, 5, 4))
     good = check_attention_gradients(Q, K, V, causal_mask(5))
     bad = check_attention_gradients(
-        Q, K, V, causal_mask(5), forward=forward, backward=backward_with_sign_error
+        Q, K, V, causal_mask(5), backward=pitfalls.attention_backward_with_sign_error
     )
     assert good.passed
+    # grad_V does not go through the softmax, so only Q and K are wrong
     assert not bad.passed and bad.errors["V"] < 1e-8 and bad.errors["Q"] > 1e-3
 
 
