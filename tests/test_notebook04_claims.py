@@ -21,8 +21,8 @@ def problem():
     rng = np.random.default_rng(4)
     Q, K, V, G = rng.standard_normal((4, 4, 3))
     mask = causal_mask(4)
-    O, cache = attention_forward(Q, K, V, mask, return_cache=True)
-    return {"Q": Q, "K": K, "V": V, "G": G, "mask": mask, "O": O, "cache": cache}
+    output, cache = attention_forward(Q, K, V, mask, return_cache=True)
+    return {"Q": Q, "K": K, "V": V, "G": G, "mask": mask, "O": output, "cache": cache}
 
 
 def _pieces(p):
