@@ -44,7 +44,7 @@ class Problem(NamedTuple):
     mask: np.ndarray | None
 
 
-def example_problem(*, length=4, width=3, causal=True, seed=19):
+def example_problem(*, length=4, width=3, causal=True, seed=4):
     """Seeded float64 inputs ``Q, K, V`` of shape ``(length, width)`` and ``G``.
 
     Examples
@@ -116,7 +116,7 @@ def _errors(estimates, gradient):
     return np.array([relative_error(np.array([e]), np.array([gradient])) for e in estimates])
 
 
-def update(array="Q", row=3, col=2, h=0.5, *, causal=True, problem=None, backward=None):
+def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backward=None):
     """Nudge ``array[row, col]`` by ``h`` and compare the loss change with the gradient.
 
     Parameters
@@ -145,7 +145,7 @@ def update(array="Q", row=3, col=2, h=0.5, *, causal=True, problem=None, backwar
     >>> abs(state.actual_change - state.predicted_change) < 1e-12  # L is linear in V
     True
     >>> state = update("Q", 0, 0)  # query 0 reads only key 0 under the causal mask
-    >>> state.actual_change, abs(state.gradient) < 1e-15
+    >>> state.actual_change, abs(state.gradient) < 1e-14
     (0.0, True)
     """
     if array not in ARRAYS:
