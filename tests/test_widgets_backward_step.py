@@ -89,3 +89,80 @@ def test_extreme_steps_do_not_raise(array, h):
     state = bs.update(array, 3, 2, h=h)
     assert np.all(np.isfinite(state.curve))
     assert np.all(np.isfinite(state.central_errors))
+
+
+# --- the live explorer, headless: set controls as a user would ---------------------------
+
+
+def assert_same_state(state, expected):
+    assert type(state) is type(expected)
+    for field, value in zip(state._fields, state, strict=True):
+        np.testing.assert_array_equal(value, getattr(expected, field), err_msg=field)
+
+
+@pytest.fixture
+def explorer():
+    explorer = bs.backward_step_explorer()
+    yield explorer
+    explorer.close()
+
+
+def test_explorer_starts_in_the_documented_state(explorer):
+    assert next(iter(explorer.controls)) == "h"  # the main control comes first
+    assert_same_state(explorer.state, bs.update())
+    assert "Q[3, 0]" in explorer.readout.value
+    assert repr(explorer) == "<backward step explorer: run the notebook to interact>"
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"h": 1e-6}, {"h": 1e-6}),
+        ({"array": "V", "row": 1, "col": 2}, {"array": "V", "index": (1, 2)}),
+        ({"array": "K", "row": 0}, {"array": "K", "index": (0, 0)}),
+        ({"causal": False}, {}),
+    ],
+)
+def test_changing_a_control_recomputes_and_redraws(explorer, values, expected):
+    before = explorer.png
+    state = explorer.set(**values)
+    for field, value in expected.items():
+        if isinstance(value, float):
+            assert getattr(state, field) == pytest.approx(value)
+        else:
+            assert getattr(state, field) == value
+    assert_same_state(
+        state,
+        bs.update(
+            explorer.values["array"],
+            explorer.values["row"],
+            explorer.values["col"],
+            explorer.values["h"],
+            causal=explorer.values["causal"],
+        ),
+    )
+    assert explorer.png != before
+    assert explorer.state is state
+
+
+@pytest.mark.parametrize("h", [1e-12, 1.0])
+def test_explorer_extremes_do_not_raise(explorer, h):
+    for array in bs.ARRAYS:
+        state = explorer.set(h=h, array=array, row=3, col=2)
+        assert state.h == pytest.approx(h)
+    explorer.set(row=0, col=0, causal=True)  # zero gradient: the log axes must cope
+    assert explorer.png[:4] == b"\x89PNG"
+
+
+def test_table_lists_the_numbers_shown(explorer):
+    explorer.set(h=1e-3)
+    html = explorer.table.value
+    assert f"{explorer.state.gradient:.3e}" in html
+    assert f"{explorer.state.actual_change:.3e}" in html
+
+
+def test_registered_for_the_benchmark():
+    from attention_lib.widgets import available_explorers
+
+    spec = available_explorers()["backward_step"]
+    assert spec.update is bs.update and spec.draw is bs.draw

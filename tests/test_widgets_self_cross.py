@@ -78,3 +78,86 @@ def test_extreme_sizes_do_not_raise(mode, sizes):
     state = sc.update(T_q, T_k, d_k, d_v, mode=mode, causal=mode == "self")
     assert np.all(np.isfinite(state.output))
     assert state.output.shape == (T_q, d_v)
+
+
+# --- the live explorer, headless: set controls as a user would ---------------------------
+
+
+def assert_same_state(state, expected):
+    assert type(state) is type(expected)
+    for field, value in zip(state._fields, state, strict=True):
+        np.testing.assert_array_equal(value, getattr(expected, field), err_msg=field)
+
+
+@pytest.fixture
+def explorer():
+    explorer = sc.self_cross_explorer()
+    yield explorer
+    explorer.close()
+
+
+def test_explorer_starts_in_the_documented_state(explorer):
+    assert next(iter(explorer.controls)) == "T_q"  # the main control comes first
+    assert_same_state(explorer.state, sc.update())
+    assert explorer.controls["causal"].disabled  # cross mode: no causal mask
+    assert not explorer.controls["T_k"].disabled
+    assert repr(explorer) == "<self/cross explorer: run the notebook to interact>"
+
+
+@pytest.mark.parametrize(
+    ("values", "weights", "output"),
+    [
+        ({"T_q": 7}, (7, 6), (7, 3)),
+        ({"T_k": 2}, (4, 2), (4, 3)),
+        ({"d_v": 8}, (4, 6), (4, 8)),
+        ({"d_k": 1}, (4, 6), (4, 3)),
+        ({"mode": "self"}, (4, 4), (4, 3)),
+    ],
+)
+def test_changing_a_control_recomputes_and_redraws(explorer, values, weights, output):
+    before = explorer.png
+    state = explorer.set(**values)
+    assert state.weights.shape == weights
+    assert state.output.shape == output
+    assert explorer.png != before
+    assert f"weights {weights[0]}×{weights[1]}" in explorer.readout.value
+
+
+def test_self_mode_T_k_follows_T_q_and_causal_becomes_available(explorer):
+    explorer.set(mode="self")
+    assert explorer.controls["T_k"].disabled and not explorer.controls["causal"].disabled
+    state = explorer.set(T_q=6)
+    assert explorer.controls["T_k"].value == 6
+    assert state.weights.shape == (6, 6)
+    state = explorer.set(causal=True)
+    np.testing.assert_array_equal(state.mask, causal_mask(6))
+    # back to cross: causal is switched off for the computation and the box is disabled
+    state = explorer.set(mode="cross", T_k=9)
+    assert state.mask is None and state.weights.shape == (6, 9)
+    assert explorer.controls["causal"].disabled
+
+
+def test_explorer_extremes_do_not_raise(explorer):
+    for mode in sc.MODES:
+        explorer.set(mode=mode)
+        state = explorer.set(T_q=1, T_k=1, d_k=1, d_v=1)
+        assert state.output.shape == (1, 1)
+        state = explorer.set(
+            T_q=sc.MAX_LENGTH, T_k=sc.MAX_LENGTH, d_k=sc.MAX_WIDTH, d_v=sc.MAX_WIDTH
+        )
+        assert state.output.shape == (sc.MAX_LENGTH, sc.MAX_WIDTH)
+    explorer.set(causal=True)
+    assert explorer.png[:4] == b"\x89PNG"
+
+
+def test_table_lists_every_shape(explorer):
+    html = explorer.table.value
+    for name, shape in explorer.state.shapes.items():
+        assert f"{name}</th><td>{'×'.join(map(str, shape))}</td>" in html
+
+
+def test_registered_for_the_benchmark():
+    from attention_lib.widgets import available_explorers
+
+    spec = available_explorers()["self_cross"]
+    assert spec.update is sc.update and spec.draw is sc.draw

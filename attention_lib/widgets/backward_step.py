@@ -21,11 +21,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import ipywidgets as widgets
 import numpy as np
 
+from .. import plots
 from ..attention import attention_backward, attention_forward
 from ..gradcheck import relative_error
 from ..masks import causal_mask
+from ._shell import Explorer, ExplorerSpec, html_table
 
 ARRAYS = ("Q", "K", "V")
 #: Steps of the finite-difference error curve: 10**-13 .. 10**0, four per decade.
@@ -189,3 +192,230 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
         forward_errors=forward_errors,
         best_step=float(STEPS[np.argmin(central_errors)]),
     )
+
+
+# ---------------------------------------------------------------------------
+# Drawing, table, readout and the explorer (the thin part around update()).
+
+#: Figure size of the explorer (inches): the loss line on the left, the error curve right.
+FIGSIZE = (9.0, 3.6)
+#: Errors below this are drawn at this value (an exact 0 has no place on a log axis).
+ERROR_FLOOR = 1e-17
+# Okabe-Ito colours, as in attention_lib.plots (keys blue, queries vermillion).
+_ACTUAL_COLOR = "#0072B2"
+_PREDICTED_COLOR = "#D55E00"
+_ONE_SIDED_COLOR = "#009E73"
+_MARK_COLOR = "#555555"
+
+
+def _entry_name(state):
+    return f"{state.array}[{state.index[0]}, {state.index[1]}]"
+
+
+def _draw_tangent(ax, state, spec):
+    """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the step h."""
+    line = spec["line"]
+    ax.plot(
+        state.offsets,
+        state.curve,
+        "o-",
+        color=_ACTUAL_COLOR,
+        markersize=spec["marker"] / 2,
+        linewidth=line,
+        label="actual  L(x + t) − L(x)",
+    )
+    ax.plot(
+        state.offsets,
+        state.gradient * state.offsets,
+        "--",
+        color=_PREDICTED_COLOR,
+        linewidth=line,
+        label="gradient's prediction  t · dL/dx",
+    )
+    ax.plot(
+        [state.h, state.h],
+        [state.predicted_change, state.actual_change],
+        "-",
+        color=_MARK_COLOR,
+        linewidth=line * 1.5,
+        solid_capstyle="butt",
+    )
+    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
+    ax.set_xlabel("nudge t")
+    ax.set_ylabel("loss change")
+    ax.set_title(f"nudge {_entry_name(state)} by h = {state.h:.0e}")
+    ax.ticklabel_format(axis="both", style="sci", scilimits=(-2, 3))
+    ax.legend(fontsize=spec["annotation"], loc="best")
+
+
+def _draw_errors(ax, state, spec):
+    """Right panel: relative error of the finite-difference estimate against the step."""
+    line = spec["line"]
+    central = np.maximum(state.central_errors, ERROR_FLOOR)
+    one_sided = np.maximum(state.forward_errors, ERROR_FLOOR)
+    ax.loglog(
+        state.steps,
+        central,
+        "-",
+        color=_ACTUAL_COLOR,
+        linewidth=line,
+        label="central (L(x+h) − L(x−h)) / 2h",
+    )
+    ax.loglog(
+        state.steps,
+        one_sided,
+        ":",
+        color=_ONE_SIDED_COLOR,
+        linewidth=line,
+        label="one-sided (L(x+h) − L(x)) / h",
+    )
+    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
+    ax.set_ylim(ERROR_FLOOR / 2, 2.0)
+    ax.text(
+        0.03,
+        0.95,
+        "← round-off",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize=spec["annotation"],
+        color=_MARK_COLOR,
+    )
+    ax.text(
+        0.97,
+        0.95,
+        "truncation →",
+        transform=ax.transAxes,
+        ha="right",
+        va="top",
+        fontsize=spec["annotation"],
+        color=_MARK_COLOR,
+    )
+    ax.set_xlabel("step h")
+    ax.set_ylabel("relative error vs gradient")
+    ax.set_title("finite-difference error")
+    ax.legend(fontsize=spec["annotation"], loc="lower left")
+
+
+def draw(fig, state):
+    """Draw ``state`` into ``fig`` (two panels), in the figure's series style.
+
+    Returns
+    -------
+    tuple of matplotlib.axes.Axes
+        ``(loss_axes, error_axes)``.
+
+    Examples
+    --------
+    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
+    >>> tangent, errors = draw(fig, update("K", 2, 1, h=0.1))
+    >>> tangent.get_title(), errors.get_xscale()
+    ('nudge K[2, 1] by h = 1e-01', 'log')
+    """
+    style = plots.figure_style(fig)
+    spec = plots.STYLES[style]
+    tangent, errors = fig.subplots(1, 2)
+    for ax in (tangent, errors):
+        ax.tick_params(labelsize=spec["tick"])
+        ax.spines[["top", "right"]].set_visible(False)
+    _draw_tangent(tangent, state, spec)
+    _draw_errors(errors, state, spec)
+    return tangent, errors
+
+
+def _sci(x):
+    return f"{x:.3e}"
+
+
+def table(state):
+    """The numbers the figure shows, as a small HTML table.
+
+    Examples
+    --------
+    >>> "gradient dL/dx" in table(update())
+    True
+    """
+    rows = [
+        ["entry x", _entry_name(state)],
+        ["value of x", f"{state.value:.4f}"],
+        ["step h", f"{state.h:.0e}"],
+        ["gradient dL/dx", _sci(state.gradient)],
+        ["predicted change h·dL/dx", _sci(state.predicted_change)],
+        ["actual change L(x+h) − L(x)", _sci(state.actual_change)],
+        ["relative gap", f"{state.prediction_error:.1e}"],
+        ["central difference at h", _sci(state.central_difference)],
+        ["best step (central)", f"{state.best_step:.0e}"],
+    ]
+    return html_table(rows, ["quantity", "value"], caption="nudge one entry, compare")
+
+
+def readout(values, state):
+    """Control values and the key numbers: the change the gradient predicts vs the actual one."""
+    return (
+        f"<b>{_entry_name(state)}</b>, h = {state.h:.0e}: predicted change "
+        f"{state.predicted_change:.3e}, actual {state.actual_change:.3e} "
+        f"(relative gap {state.prediction_error:.1e}); best finite-difference step "
+        f"≈ {state.best_step:.0e}"
+    )
+
+
+def _update_from_controls(h, array, row, col, causal):
+    # Rows and columns are slider positions; every array in the example is 4 x 3.
+    return update(array, int(row), int(col), float(h), causal=bool(causal))
+
+
+def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style="default"):
+    """The live explorer: a log slider for h (main control), the entry, the causal switch.
+
+    Returns
+    -------
+    attention_lib.widgets.Explorer
+
+    Examples
+    --------
+    >>> explorer = backward_step_explorer()
+    >>> explorer
+    <backward step explorer: run the notebook to interact>
+    >>> explorer.set(array="V").array
+    'V'
+    """
+    shape = example_problem().Q.shape
+    controls = {
+        "h": widgets.FloatLogSlider(
+            value=h,
+            base=10,
+            min=-12,
+            max=0,
+            step=0.25,
+            description="step h",
+            readout_format=".0e",
+            continuous_update=False,
+        ),
+        "array": widgets.ToggleButtons(options=list(ARRAYS), value=array, description="input"),
+        "row": widgets.IntSlider(
+            value=row, min=0, max=shape[0] - 1, description="row", continuous_update=False
+        ),
+        "col": widgets.IntSlider(
+            value=col, min=0, max=shape[1] - 1, description="column", continuous_update=False
+        ),
+        "causal": widgets.Checkbox(value=causal, description="causal mask"),
+    }
+    return Explorer(
+        "backward step",
+        controls,
+        _update_from_controls,
+        draw,
+        table,
+        readout,
+        figsize=FIGSIZE,
+        style=style,
+    )
+
+
+EXPLORER = ExplorerSpec(
+    name="backward_step",
+    factory=backward_step_explorer,
+    update=update,
+    draw=draw,
+    figsize=FIGSIZE,
+)

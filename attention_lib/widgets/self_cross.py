@@ -21,10 +21,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import ipywidgets as widgets
 import numpy as np
+from matplotlib.patches import Rectangle
 
+from .. import plots
 from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask
+from ._shell import Explorer, ExplorerSpec, html_table
 
 #: Target-side tokens (the decoder reads these, one position at a time).
 DECODER_TOKENS = ("<s>", "le", "chat", "noir", "dort", "sur", "le", "tapis", "chaud", ".")
@@ -38,21 +42,51 @@ MAX_WIDTH = D_MODEL
 MODES = ("self", "cross")
 
 
-def token_vectors(tokens, *, seed=5):
+#: The meaning each toy token stands for: a French token and its English translation
+#: share one meaning vector, so cross-attention has something to find.
+MEANINGS = {
+    "<s>": "<start>",
+    "le": "the",
+    "chat": "cat",
+    "noir": "black",
+    "dort": "sleeps",
+    "sur": "on",
+    "tapis": "mat",
+    "chaud": "warm",
+}
+#: Size of each token's own part, next to its meaning vector.
+TOKEN_NOISE = 0.3
+
+
+def token_vectors(tokens, *, seed=26):
     """One fixed vector of width :data:`D_MODEL` per token; equal words get equal vectors.
+
+    A vector is its token's meaning vector plus a small part of its own
+    (:data:`TOKEN_NOISE`), so "chat" and "cat" are close but not equal.
 
     Examples
     --------
-    >>> X = token_vectors(("the", "cat", "the"))
+    >>> X = token_vectors(("the", "cat", "the", "chat"))
     >>> X.shape, bool(np.all(X[0] == X[2]))
-    ((3, 8), True)
+    ((4, 8), True)
+    >>> cosine = X[1] @ X[3] / np.linalg.norm(X[1]) / np.linalg.norm(X[3])
+    >>> bool(cosine > 0.8)
+    True
     """
     vocabulary = sorted(set(DECODER_TOKENS) | set(ENCODER_TOKENS))
-    table = np.random.default_rng(seed).standard_normal((len(vocabulary), D_MODEL))
     unknown = [token for token in tokens if token not in vocabulary]
     if unknown:
         raise ValueError(f"unknown toy tokens {unknown}; the vocabulary is {vocabulary}.")
-    return table[[vocabulary.index(token) for token in tokens]]
+    meanings = sorted({MEANINGS.get(token, token) for token in vocabulary})
+    rng = np.random.default_rng(seed)
+    meaning_table = rng.standard_normal((len(meanings), D_MODEL))
+    own_table = TOKEN_NOISE * rng.standard_normal((len(vocabulary), D_MODEL))
+    rows = [
+        meaning_table[meanings.index(MEANINGS.get(token, token))]
+        + own_table[vocabulary.index(token)]
+        for token in tokens
+    ]
+    return np.array(rows).reshape(len(tokens), D_MODEL)
 
 
 class Projections(NamedTuple):
@@ -63,13 +97,13 @@ class Projections(NamedTuple):
     W_v: np.ndarray
 
 
-def projections(d_k, d_v, *, seed=6):
+def projections(d_k, d_v, *, seed=26):
     """The first ``d_k`` (or ``d_v``) columns of three fixed seeded matrices.
 
     Taking leading columns of one fixed matrix (rather than drawing a new one)
     means that growing ``d_k`` adds scoring directions and keeps the old ones.
-    Entries have variance ``1 / D_MODEL``, so projected entries have variance
-    about 1.
+    Entries of ``W_q`` and ``W_v`` have variance ``1 / D_MODEL``, so projected
+    entries have variance about 1; ``W_k`` is ``W_q`` plus a smaller part of its own.
 
     Examples
     --------
@@ -80,9 +114,12 @@ def projections(d_k, d_v, *, seed=6):
     True
     """
     d_k, d_v = _width(d_k, "d_k"), _width(d_v, "d_v")
-    full = np.random.default_rng(seed).standard_normal((3, D_MODEL, MAX_WIDTH))
-    full /= np.sqrt(D_MODEL)
-    return Projections(full[0][:, :d_k], full[1][:, :d_k], full[2][:, :d_v])
+    rng = np.random.default_rng(seed)
+    W_q, noise, W_v = rng.standard_normal((3, D_MODEL, MAX_WIDTH)) / np.sqrt(D_MODEL)
+    # W_k is W_q plus a little of its own: a query then scores highest the keys
+    # whose tokens mean what its own token means.
+    W_k = W_q + 0.3 * noise
+    return Projections(W_q[:, :d_k], W_k[:, :d_k], W_v[:, :d_v])
 
 
 def _whole(value, name, largest):
@@ -192,3 +229,228 @@ def update(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False):
         weights=cache.weights,
         output=output,
     )
+
+
+# ---------------------------------------------------------------------------
+# Drawing, table, readout and the explorer (the thin part around update()).
+
+#: Figure size of the explorer (inches): the shapes strip on top, the weights below.
+FIGSIZE = (8.0, 6.4)
+# Okabe-Ito colours, as in attention_lib.plots: queries vermillion, keys blue,
+# values green, output purple; the weights grey.
+_BLOCK_COLORS = {
+    "Q": "#D55E00",
+    "Kᵀ": "#0072B2",
+    "A": "#999999",
+    "V": "#009E73",
+    "O": "#CC79A7",
+}
+
+
+def _blocks(state):
+    """``(name, rows, cols, operator after it)`` of the matrix products, left to right."""
+    T_q, d_k = state.Q.shape
+    T_k, d_v = state.V.shape
+    return [
+        ("Q", T_q, d_k, "·"),
+        ("Kᵀ", d_k, T_k, "→"),
+        ("A", T_q, T_k, "·"),
+        ("V", T_k, d_v, "="),
+        ("O", T_q, d_v, ""),
+    ]
+
+
+def _draw_shapes(ax, state, spec):
+    """Each array as a rectangle of its true shape (one unit per entry), top-aligned."""
+    gap = 2.2
+    x = 0.0
+    for name, rows, cols, operator in _blocks(state):
+        ax.add_patch(
+            Rectangle(
+                (x, -rows),
+                cols,
+                rows,
+                facecolor=_BLOCK_COLORS[name],
+                alpha=0.35,
+                edgecolor=_BLOCK_COLORS[name],
+                linewidth=2,
+            )
+        )
+        # one faint line between neighbouring entries, so the squares can be counted
+        ax.vlines(x + np.arange(1, cols), -rows, 0, color="white", linewidth=0.8)
+        ax.hlines(-np.arange(1, rows), x, x + cols, color="white", linewidth=0.8)
+        ax.text(
+            x + cols / 2,
+            0.6,
+            f"{name}  {rows}×{cols}",
+            ha="center",
+            va="bottom",
+            fontsize=spec["annotation"] + 1,
+            weight="bold",
+        )
+        x += cols
+        if operator:
+            ax.text(
+                x + gap / 2,
+                -min(rows, MAX_LENGTH) / 2,
+                operator,
+                ha="center",
+                va="center",
+                fontsize=spec["label"],
+            )
+        x += gap
+    ax.set_xlim(-0.5, x)
+    ax.set_ylim(-MAX_LENGTH - 0.5, 2.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    kind = "self-attention" if state.mode == "self" else "cross-attention"
+    ax.set_title(f"{kind}: shapes (one square per number; A = softmax(Q Kᵀ / √d_k))")
+
+
+def draw(fig, state):
+    """Draw the shapes strip and the weights heatmap (token labels on both axes).
+
+    Returns
+    -------
+    tuple of matplotlib.axes.Axes
+        ``(shapes_axes, weights_axes)``.
+
+    Examples
+    --------
+    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
+    >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
+    >>> [t.get_text() for t in heat.get_xticklabels()]
+    ['the', 'black', 'cat', 'sleeps', 'on']
+    """
+    style = plots.figure_style(fig)
+    spec = plots.STYLES[style]
+    shapes, heat = fig.subplots(2, 1, height_ratios=(1, 1.6))
+    _draw_shapes(shapes, state, spec)
+    T_q, T_k = state.weights.shape
+    plots.attention_heatmap(
+        state.weights,
+        ax=heat,
+        mask=state.mask,
+        query_labels=state.query_tokens,
+        key_labels=state.key_tokens,
+        title=f"weights A: {T_q}×{T_k}" + (" (square)" if T_q == T_k else " (rectangular)"),
+        style=style,
+    )
+    heat.set_xlabel("key (encoder token)" if state.mode == "cross" else "key (same sentence)")
+    heat.set_ylabel("query (decoder token)")
+    return shapes, heat
+
+
+_SOURCES = {
+    "X_q": "decoder tokens",
+    "W_q": "fixed projection",
+    "W_k": "fixed projection",
+    "W_v": "fixed projection",
+    "Q": "X_q W_q",
+    "scores": "Q Kᵀ / √d_k",
+    "weights": "row-wise softmax",
+    "output": "A V",
+}
+
+
+def table(state):
+    """Every array's shape and where it comes from, as a small HTML table.
+
+    Examples
+    --------
+    >>> "encoder tokens" in table(update(mode="cross"))
+    True
+    """
+    kv_source = "decoder tokens (same as X_q)" if state.mode == "self" else "encoder tokens"
+    sources = {**_SOURCES, "X_kv": kv_source, "K": "X_kv W_k", "V": "X_kv W_v"}
+    rows = [
+        [name, "×".join(map(str, shape)), sources[name]] for name, shape in state.shapes.items()
+    ]
+    return html_table(rows, ["array", "shape", "made from"], caption=f"{state.mode}-attention")
+
+
+def readout(values, state):
+    """Control values and the key facts: the weights' shape and the output width."""
+    T_q, T_k = state.weights.shape
+    d_k, d_v = state.Q.shape[-1], state.output_width
+    if state.mode == "self":
+        head = f"<b>self-attention</b> (T_k = T_q = {T_q}{', causal' if state.causal else ''})"
+    else:
+        head = f"<b>cross-attention</b> (T_q = {T_q}, T_k = {T_k})"
+    return (
+        f"{head}, d_k = {d_k}, d_v = {d_v}: weights {T_q}×{T_k}, "
+        f"output {T_q}×{d_v} (width d_v = {d_v})"
+    )
+
+
+def _update_from_controls(T_q, T_k, d_k, d_v, mode, causal):
+    # In self mode the keys are the query tokens, so T_k is T_q whatever its slider says,
+    # and a causal mask makes sense only there.
+    self_mode = mode == "self"
+    return update(T_q, T_q if self_mode else T_k, d_k, d_v, mode, bool(causal) and self_mode)
+
+
+def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, *, style="default"):
+    """The live explorer: T_q (main control), T_k, d_k, d_v, the self/cross switch, causal.
+
+    In self mode the T_k slider follows T_q and is disabled; in cross mode the
+    causal box is disabled.
+
+    Returns
+    -------
+    attention_lib.widgets.Explorer
+
+    Examples
+    --------
+    >>> explorer = self_cross_explorer()
+    >>> explorer
+    <self/cross explorer: run the notebook to interact>
+    >>> explorer.set(mode="self").weights.shape, explorer.controls["T_k"].value
+    ((4, 4), 4)
+    """
+
+    def slider(value, largest, description):
+        return widgets.IntSlider(
+            value=value, min=1, max=largest, description=description, continuous_update=False
+        )
+
+    controls = {
+        "T_q": slider(T_q, MAX_LENGTH, "T_q"),
+        "T_k": slider(T_k, MAX_LENGTH, "T_k"),
+        "d_k": slider(d_k, MAX_WIDTH, "d_k"),
+        "d_v": slider(d_v, MAX_WIDTH, "d_v"),
+        "mode": widgets.ToggleButtons(options=list(MODES), value=mode, description="attention"),
+        "causal": widgets.Checkbox(value=causal, description="causal mask"),
+    }
+
+    def follow(_change=None):
+        # Runs before the shell's own observers (registered first), so the shell
+        # redraws once the sliders already agree.
+        self_mode = controls["mode"].value == "self"
+        controls["T_k"].disabled = self_mode
+        controls["causal"].disabled = not self_mode
+        if self_mode:
+            controls["T_k"].value = controls["T_q"].value
+
+    follow()
+    controls["T_q"].observe(follow, names="value")
+    controls["mode"].observe(follow, names="value")
+    return Explorer(
+        "self/cross",
+        controls,
+        _update_from_controls,
+        draw,
+        table,
+        readout,
+        figsize=FIGSIZE,
+        style=style,
+    )
+
+
+EXPLORER = ExplorerSpec(
+    name="self_cross",
+    factory=self_cross_explorer,
+    update=update,
+    draw=draw,
+    figsize=FIGSIZE,
+)
