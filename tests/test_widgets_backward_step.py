@@ -63,7 +63,7 @@ def test_another_backward_can_be_probed():
     state = bs.update("Q", 3, 2, h=1e-4, backward=wrong)
     assert state.gradient == -right.gradient
     assert state.actual_change == right.actual_change
-    assert state.prediction_error > 0.99
+    assert state.prediction_error > 0.5
 
 
 @pytest.mark.parametrize(

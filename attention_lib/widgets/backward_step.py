@@ -8,9 +8,11 @@ explorer shows
   prediction ``h * dL/dx`` (and the loss along the line ``x + t`` for ``t`` in
   ``[-2h, 2h]``, with the tangent line the gradient promises);
 * the error of a finite-difference estimate of ``dL/dx`` as the step shrinks,
-  over a log range of steps: large steps suffer truncation (central
-  differences: error ~ h**2, one-sided: ~ h), tiny steps suffer round-off
-  (error ~ 1e-16 / h), and the best step sits between the two.
+  over a log range of steps (relative to the largest entry of the gradient of
+  the chosen input, so that entries with a zero gradient stay meaningful):
+  large steps suffer truncation (central differences: error ~ h**2, one-sided:
+  ~ h), tiny steps suffer round-off (error ~ 1e-16 / h), and the best step
+  sits between the two.
 
 :func:`update` is pure NumPy (no matplotlib, no ipywidgets) so tests can assert
 on it. By default the gradient comes from :func:`attention_lib.attention_backward`;
@@ -26,7 +28,6 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention_backward, attention_forward
-from ..gradcheck import relative_error
 from ..masks import causal_mask
 from ._shell import Explorer, ExplorerSpec, html_table
 
@@ -35,6 +36,7 @@ ARRAYS = ("Q", "K", "V")
 STEPS = np.logspace(-13.0, 0.0, 53)
 #: Offsets ``t / h`` at which the loss curve ``L(x + t) - L(x)`` is drawn.
 CURVE_OFFSETS = np.linspace(-2.0, 2.0, 41)
+_TINY = np.finfo(np.float64).tiny
 
 
 class Problem(NamedTuple):
@@ -92,6 +94,7 @@ class BackwardStepState(NamedTuple):
     central_difference: float
     offsets: np.ndarray
     curve: np.ndarray
+    gradient_scale: float
     steps: np.ndarray
     central_errors: np.ndarray
     forward_errors: np.ndarray
@@ -99,8 +102,8 @@ class BackwardStepState(NamedTuple):
 
     @property
     def prediction_error(self):
-        """``|actual - predicted| / max(|actual| + |predicted|, tiny)`` (0 when both are 0)."""
-        return relative_error(np.array([self.actual_change]), np.array([self.predicted_change]))
+        """``|actual - predicted| / (h * gradient_scale)``: the gap, relative to the gradient."""
+        return abs(self.actual_change - self.predicted_change) / (self.h * self.gradient_scale)
 
 
 def _loss_along(problem, array, index, offsets):
@@ -115,8 +118,8 @@ def _loss_along(problem, array, index, offsets):
     return changes
 
 
-def _errors(estimates, gradient):
-    return np.array([relative_error(np.array([e]), np.array([gradient])) for e in estimates])
+def _errors(estimates, gradient, scale):
+    return np.abs(np.asarray(estimates) - gradient) / scale
 
 
 def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backward=None):
@@ -173,8 +176,12 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
     actual, minus = _loss_along(problem, array, index, np.array([h, -h]))
     plus_steps = _loss_along(problem, array, index, STEPS)
     minus_steps = _loss_along(problem, array, index, -STEPS)
-    central_errors = _errors((plus_steps - minus_steps) / (2 * STEPS), gradient)
-    forward_errors = _errors(plus_steps / STEPS, gradient)
+    # Errors are relative to the size of this input's whole gradient (its largest entry), as
+    # gradient_check's norm-wise error is: an entry whose gradient is 0 up to round-off
+    # (query 0 under the causal mask) then shows an error near 1e-16, not a meaningless 1.
+    scale = max(abs(gradient), float(np.abs(grads[array]).max()), _TINY)
+    central_errors = _errors((plus_steps - minus_steps) / (2 * STEPS), gradient, scale)
+    forward_errors = _errors(plus_steps / STEPS, gradient, scale)
     return BackwardStepState(
         array=array,
         index=index,
@@ -185,6 +192,7 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
         actual_change=float(actual),
         predicted_change=gradient * float(h),
         central_difference=float((actual - minus) / (2 * h)),
+        gradient_scale=scale,
         offsets=CURVE_OFFSETS * h,
         curve=curve,
         steps=STEPS,
@@ -206,6 +214,17 @@ _ACTUAL_COLOR = "#0072B2"
 _PREDICTED_COLOR = "#D55E00"
 _ONE_SIDED_COLOR = "#009E73"
 _MARK_COLOR = "#555555"
+
+
+def format_step(h):
+    """``0.5`` for readable steps, ``1e-06`` for tiny ones.
+
+    Examples
+    --------
+    >>> format_step(0.5), format_step(1e-6), format_step(10**-2.5)
+    ('0.5', '1e-06', '3e-03')
+    """
+    return f"{h:g}" if h >= 0.01 else f"{h:.0e}"
 
 
 def _entry_name(state):
@@ -237,13 +256,14 @@ def _draw_tangent(ax, state, spec):
         [state.predicted_change, state.actual_change],
         "-",
         color=_MARK_COLOR,
-        linewidth=line * 1.5,
+        linewidth=line * 2.5,
         solid_capstyle="butt",
+        label="gap at t = h",
     )
     ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
     ax.set_xlabel("nudge t")
     ax.set_ylabel("loss change")
-    ax.set_title(f"nudge {_entry_name(state)} by h = {state.h:.0e}")
+    ax.set_title(f"nudge {_entry_name(state)} by h = {format_step(state.h)}")
     ax.ticklabel_format(axis="both", style="sci", scilimits=(-2, 3))
     ax.legend(fontsize=spec["annotation"], loc="best")
 
@@ -270,7 +290,9 @@ def _draw_errors(ax, state, spec):
         label="one-sided (L(x+h) − L(x)) / h",
     )
     ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
-    ax.set_ylim(ERROR_FLOOR / 2, 2.0)
+    shown = np.concatenate([central, one_sided])
+    lowest = shown[shown > ERROR_FLOOR].min(initial=1.0)
+    ax.set_ylim(max(ERROR_FLOOR, lowest / 30), 2.0)
     ax.text(
         0.03,
         0.95,
@@ -292,7 +314,7 @@ def _draw_errors(ax, state, spec):
         color=_MARK_COLOR,
     )
     ax.set_xlabel("step h")
-    ax.set_ylabel("relative error vs gradient")
+    ax.set_ylabel("error relative to gradient size")
     ax.set_title("finite-difference error")
     ax.legend(fontsize=spec["annotation"], loc="lower left")
 
@@ -310,7 +332,7 @@ def draw(fig, state):
     >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
     >>> tangent, errors = draw(fig, update("K", 2, 1, h=0.1))
     >>> tangent.get_title(), errors.get_xscale()
-    ('nudge K[2, 1] by h = 1e-01', 'log')
+    ('nudge K[2, 1] by h = 0.1', 'log')
     """
     style = plots.figure_style(fig)
     spec = plots.STYLES[style]
@@ -338,7 +360,7 @@ def table(state):
     rows = [
         ["entry x", _entry_name(state)],
         ["value of x", f"{state.value:.4f}"],
-        ["step h", f"{state.h:.0e}"],
+        ["step h", format_step(state.h)],
         ["gradient dL/dx", _sci(state.gradient)],
         ["predicted change h·dL/dx", _sci(state.predicted_change)],
         ["actual change L(x+h) − L(x)", _sci(state.actual_change)],
@@ -352,7 +374,7 @@ def table(state):
 def readout(values, state):
     """Control values and the key numbers: the change the gradient predicts vs the actual one."""
     return (
-        f"<b>{_entry_name(state)}</b>, h = {state.h:.0e}: predicted change "
+        f"<b>{_entry_name(state)}</b>, h = {format_step(state.h)}: predicted change "
         f"{state.predicted_change:.3e}, actual {state.actual_change:.3e} "
         f"(relative gap {state.prediction_error:.1e}); best finite-difference step "
         f"≈ {state.best_step:.0e}"
