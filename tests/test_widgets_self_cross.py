@@ -134,7 +134,8 @@ def test_self_mode_T_k_follows_T_q_and_causal_becomes_available(explorer):
     # back to cross: causal is switched off for the computation and the box is disabled
     state = explorer.set(mode="cross", T_k=9)
     assert state.mask is None and state.weights.shape == (6, 9)
-    assert explorer.controls["causal"].disabled
+    assert explorer.controls["causal"].disabled and not explorer.controls["causal"].value
+    assert_same_state(state, sc.update(**explorer.values))  # the controls stay consistent
 
 
 def test_explorer_extremes_do_not_raise(explorer):

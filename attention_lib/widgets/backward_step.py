@@ -440,4 +440,14 @@ EXPLORER = ExplorerSpec(
     update=update,
     draw=draw,
     figsize=FIGSIZE,
+    # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
+    changes=(
+        {"h": 1e-1},
+        {"h": 1e-4},
+        {"h": 1e-8},
+        {"h": 1e-12},
+        {"array": "K"},
+        {"array": "V"},
+        {"array": "Q"},
+    ),
 )

@@ -424,13 +424,17 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
     }
 
     def follow(_change=None):
-        # Runs before the shell's own observers (registered first), so the shell
-        # redraws once the sliders already agree.
+        # Runs before the shell's own observers (registered first), so the controls
+        # already agree when the shell redraws, and update(**explorer.values) is valid
+        # (the widget benchmark calls it that way): T_k = T_q in self mode, no causal
+        # mask in cross mode.
         self_mode = controls["mode"].value == "self"
         controls["T_k"].disabled = self_mode
         controls["causal"].disabled = not self_mode
         if self_mode:
             controls["T_k"].value = controls["T_q"].value
+        elif controls["causal"].value:
+            controls["causal"].value = False
 
     follow()
     controls["T_q"].observe(follow, names="value")
