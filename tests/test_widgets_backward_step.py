@@ -154,6 +154,13 @@ def test_explorer_extremes_do_not_raise(explorer, h):
     assert explorer.png[:4] == b"\x89PNG"
 
 
+def test_readout_echoes_the_slider(explorer):
+    for h in (0.5, 10**-0.25, 1e-7):
+        explorer.set(h=h)
+        slider = explorer.controls["h"]
+        assert f"h = {slider.value:{slider.readout_format}}" in explorer.readout.value
+
+
 def test_table_lists_the_numbers_shown(explorer):
     explorer.set(h=1e-3)
     html = explorer.table.value

@@ -372,9 +372,12 @@ def table(state):
 
 
 def readout(values, state):
-    """Control values and the key numbers: the change the gradient predicts vs the actual one."""
+    """Control values and the key numbers: the change the gradient predicts vs the actual one.
+
+    ``h`` is written in the slider's own format (``.0e``), so the readout echoes the slider.
+    """
     return (
-        f"<b>{_entry_name(state)}</b>, h = {format_step(state.h)}: predicted change "
+        f"<b>{_entry_name(state)}</b>, h = {state.h:.0e}: predicted change "
         f"{state.predicted_change:.3e}, actual {state.actual_change:.3e} "
         f"(relative gap {state.prediction_error:.1e}); best finite-difference step "
         f"≈ {state.best_step:.0e}"
