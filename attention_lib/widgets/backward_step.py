@@ -389,6 +389,14 @@ def _update_from_controls(h, array, row, col, causal):
     return update(array, int(row), int(col), float(h), causal=bool(causal))
 
 
+# Control sizes: the shell lays the controls out in one row; without a minimum width
+# the slider tracks shrink to a few pixels.
+_WIDE = {"min_width": "300px", "width": "300px"}
+_NARROW = {"min_width": "190px", "width": "190px"}
+_FIT = {"width": "auto"}
+_LABEL = {"description_width": "initial"}
+
+
 def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style="default"):
     """The live explorer: a log slider for h (main control), the entry, the causal switch.
 
@@ -415,17 +423,38 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
             description="step h",
             readout_format=".0e",
             continuous_update=False,
+            layout=_WIDE,
         ),
-        "array": widgets.ToggleButtons(options=list(ARRAYS), value=array, description="input"),
+        "array": widgets.ToggleButtons(
+            options=list(ARRAYS),
+            value=array,
+            description="input",
+            style={"button_width": "2.5em", "description_width": "initial"},
+            layout={"width": "12em", "min_width": "12em"},  # Q K V side by side
+        ),
         "row": widgets.IntSlider(
-            value=row, min=0, max=shape[0] - 1, description="row", continuous_update=False
+            value=row,
+            min=0,
+            max=shape[0] - 1,
+            description="row",
+            continuous_update=False,
+            layout=_NARROW,
+            style=_LABEL,
         ),
         "col": widgets.IntSlider(
-            value=col, min=0, max=shape[1] - 1, description="column", continuous_update=False
+            value=col,
+            min=0,
+            max=shape[1] - 1,
+            description="column",
+            continuous_update=False,
+            layout=_NARROW,
+            style=_LABEL,
         ),
-        "causal": widgets.Checkbox(value=causal, description="causal mask"),
+        "causal": widgets.Checkbox(
+            value=causal, description="causal mask", indent=False, layout=_FIT
+        ),
     }
-    return Explorer(
+    explorer = Explorer(
         "backward step",
         controls,
         _update_from_controls,
@@ -435,6 +464,18 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
         figsize=FIGSIZE,
         style=style,
     )
+    _wrap_controls(explorer)
+    return explorer
+
+
+def _wrap_controls(explorer):
+    """Let the row of controls wrap onto a second line instead of squeezing the sliders.
+
+    A stopgap until the shell lays its controls out with ``flex_flow="row wrap"``.
+    """
+    for child in explorer.widget.children:
+        if isinstance(child, widgets.Box) and explorer.main_control in child.children:
+            child.layout.flex_flow = "row wrap"
 
 
 EXPLORER = ExplorerSpec(

@@ -410,8 +410,16 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
     """
 
     def slider(value, largest, description):
+        # a fixed width: the shell lays the controls out in one row, where slider
+        # tracks would otherwise shrink to a few pixels
         return widgets.IntSlider(
-            value=value, min=1, max=largest, description=description, continuous_update=False
+            value=value,
+            min=1,
+            max=largest,
+            description=description,
+            continuous_update=False,
+            layout={"min_width": "220px", "width": "220px"},
+            style={"description_width": "2.5em"},
         )
 
     controls = {
@@ -419,8 +427,16 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
         "T_k": slider(T_k, MAX_LENGTH, "T_k"),
         "d_k": slider(d_k, MAX_WIDTH, "d_k"),
         "d_v": slider(d_v, MAX_WIDTH, "d_v"),
-        "mode": widgets.ToggleButtons(options=list(MODES), value=mode, description="attention"),
-        "causal": widgets.Checkbox(value=causal, description="causal mask"),
+        "mode": widgets.ToggleButtons(
+            options=list(MODES),
+            value=mode,
+            description="attention",
+            style={"button_width": "5.5em", "description_width": "initial"},
+            layout={"width": "19em", "min_width": "19em"},  # both buttons side by side
+        ),
+        "causal": widgets.Checkbox(
+            value=causal, description="causal mask", indent=False, layout={"width": "auto"}
+        ),
     }
 
     def follow(_change=None):
@@ -439,7 +455,7 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
     follow()
     controls["T_q"].observe(follow, names="value")
     controls["mode"].observe(follow, names="value")
-    return Explorer(
+    explorer = Explorer(
         "self/cross",
         controls,
         _update_from_controls,
@@ -449,6 +465,18 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
         figsize=FIGSIZE,
         style=style,
     )
+    _wrap_controls(explorer)
+    return explorer
+
+
+def _wrap_controls(explorer):
+    """Let the row of controls wrap onto a second line instead of squeezing the sliders.
+
+    A stopgap until the shell lays its controls out with ``flex_flow="row wrap"``.
+    """
+    for child in explorer.widget.children:
+        if isinstance(child, widgets.Box) and explorer.main_control in child.children:
+            child.layout.flex_flow = "row wrap"
 
 
 EXPLORER = ExplorerSpec(
