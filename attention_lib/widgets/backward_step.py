@@ -231,88 +231,107 @@ def _entry_name(state):
     return f"{state.array}[{state.index[0]}, {state.index[1]}]"
 
 
+# Both panels keep fixed axes, so a change only moves a few artists (the shell blits
+# them): the loss curve is drawn in units that do not depend on h or on the entry.
+LOSS_XLIM = (-2.1, 2.1)
+LOSS_YLIM = (-2.4, 4.4)  # room above the curves for the legend
+ERROR_YLIM = (ERROR_FLOOR, 2.0)
+
+
+def _artist(ax, gid):
+    (artist,) = [a for a in ax.get_children() if a.get_gid() == gid]
+    return artist
+
+
+def _loss_panel_data(state):
+    """The left panel's curves in units of ``h * gradient_scale`` along ``t / h``."""
+    unit = state.h * state.gradient_scale
+    x = state.offsets / state.h
+    gap = [state.predicted_change / unit, state.actual_change / unit]
+    return x, state.curve / unit, x * state.gradient / state.gradient_scale, gap
+
+
+def _loss_title(state):
+    return f"nudge {_entry_name(state)} by h = {format_step(state.h)}"
+
+
 def _draw_tangent(ax, state, spec):
-    """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the step h."""
+    """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h."""
     line = spec["line"]
+    x, actual, predicted, gap = _loss_panel_data(state)
     ax.plot(
-        state.offsets,
-        state.curve,
+        x,
+        actual,
         "o-",
         color=_ACTUAL_COLOR,
         markersize=spec["marker"] / 2,
         linewidth=line,
         label="actual  L(x + t) − L(x)",
+        gid="bs-actual",
     )
     ax.plot(
-        state.offsets,
-        state.gradient * state.offsets,
+        x,
+        predicted,
         "--",
         color=_PREDICTED_COLOR,
         linewidth=line,
         label="gradient's prediction  t · dL/dx",
+        gid="bs-predicted",
     )
     ax.plot(
-        [state.h, state.h],
-        [state.predicted_change, state.actual_change],
+        [1.0, 1.0],
+        gap,
         "-",
         color=_MARK_COLOR,
         linewidth=line * 2.5,
         solid_capstyle="butt",
         label="gap at t = h",
+        gid="bs-gap",
     )
-    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
-    ax.set_xlabel("nudge t")
-    ax.set_ylabel("loss change")
-    ax.set_title(f"nudge {_entry_name(state)} by h = {format_step(state.h)}")
-    ax.ticklabel_format(axis="both", style="sci", scilimits=(-2, 3))
-    ax.legend(fontsize=spec["annotation"], loc="best")
+    ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
+    ax.axhline(0.0, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.set_xlim(*LOSS_XLIM)
+    ax.set_ylim(*LOSS_YLIM)
+    ax.set_xlabel("nudge t, in units of h")
+    ax.set_ylabel("loss change / (h · gradient size)")
+    ax.set_title(_loss_title(state))
+    ax.legend(fontsize=spec["annotation"], loc="upper center")
 
 
 def _draw_errors(ax, state, spec):
-    """Right panel: relative error of the finite-difference estimate against the step."""
+    """Right panel: error of the finite-difference estimates against the step."""
     line = spec["line"]
-    central = np.maximum(state.central_errors, ERROR_FLOOR)
-    one_sided = np.maximum(state.forward_errors, ERROR_FLOOR)
     ax.loglog(
         state.steps,
-        central,
+        np.maximum(state.central_errors, ERROR_FLOOR),
         "-",
         color=_ACTUAL_COLOR,
         linewidth=line,
         label="central (L(x+h) − L(x−h)) / 2h",
+        gid="bs-central",
     )
     ax.loglog(
         state.steps,
-        one_sided,
+        np.maximum(state.forward_errors, ERROR_FLOOR),
         ":",
         color=_ONE_SIDED_COLOR,
         linewidth=line,
         label="one-sided (L(x+h) − L(x)) / h",
+        gid="bs-one-sided",
     )
-    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
-    shown = np.concatenate([central, one_sided])
-    lowest = shown[shown > ERROR_FLOOR].min(initial=1.0)
-    ax.set_ylim(max(ERROR_FLOOR, lowest / 30), 2.0)
-    ax.text(
-        0.03,
-        0.95,
-        "← round-off",
-        transform=ax.transAxes,
-        ha="left",
-        va="top",
-        fontsize=spec["annotation"],
-        color=_MARK_COLOR,
-    )
-    ax.text(
-        0.97,
-        0.95,
-        "truncation →",
-        transform=ax.transAxes,
-        ha="right",
-        va="top",
-        fontsize=spec["annotation"],
-        color=_MARK_COLOR,
-    )
+    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid="bs-step")
+    ax.set_ylim(*ERROR_YLIM)
+    for x, text, align in ((0.03, "← round-off", "left"), (0.97, "truncation →", "right")):
+        ax.text(
+            x,
+            0.95,
+            text,
+            transform=ax.transAxes,
+            ha=align,
+            va="top",
+            fontsize=spec["annotation"],
+            color=_MARK_COLOR,
+        )
     ax.set_xlabel("step h")
     ax.set_ylabel("error relative to gradient size")
     ax.set_title("finite-difference error")
@@ -321,6 +340,11 @@ def _draw_errors(ax, state, spec):
 
 def draw(fig, state):
     """Draw ``state`` into ``fig`` (two panels), in the figure's series style.
+
+    Left: the loss along ``x + t`` for ``t`` in ``[-2h, 2h]`` and the gradient's
+    tangent, both in units of ``h * gradient_scale`` (so the axes never move);
+    the exact numbers are in the readout and the table. Right: the error of
+    central and one-sided differences for every step, the current ``h`` marked.
 
     Returns
     -------
@@ -343,6 +367,35 @@ def draw(fig, state):
     _draw_tangent(tangent, state, spec)
     _draw_errors(errors, state, spec)
     return tangent, errors
+
+
+def refresh(fig, state):
+    """Move what :func:`draw` drew on ``fig`` to ``state``; return the moved artists.
+
+    The axes stay fixed, so the shell redraws only these (blitting).
+
+    Examples
+    --------
+    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
+    >>> tangent, errors = draw(fig, update("Q", 3, 0, h=0.5))
+    >>> moved = refresh(fig, update("V", 1, 2, h=1e-6))
+    >>> tangent.get_title(), len(moved)
+    ('nudge V[1, 2] by h = 1e-06', 7)
+    """
+    tangent, errors = fig.axes[:2]
+    x, actual, predicted, gap = _loss_panel_data(state)
+    moved = [_artist(tangent, gid) for gid in ("bs-actual", "bs-predicted", "bs-gap")]
+    moved[0].set_data(x, actual)
+    moved[1].set_data(x, predicted)
+    moved[2].set_data([1.0, 1.0], gap)
+    tangent.title.set_text(_loss_title(state))
+    central, one_sided, step = (
+        _artist(errors, gid) for gid in ("bs-central", "bs-one-sided", "bs-step")
+    )
+    central.set_ydata(np.maximum(state.central_errors, ERROR_FLOOR))
+    one_sided.set_ydata(np.maximum(state.forward_errors, ERROR_FLOOR))
+    step.set_xdata([state.h, state.h])
+    return [*moved, tangent.title, central, one_sided, step]
 
 
 def _sci(x):
@@ -461,6 +514,7 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
         draw,
         table,
         readout,
+        refresh=refresh,
         figsize=FIGSIZE,
         style=style,
     )

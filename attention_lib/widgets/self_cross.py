@@ -248,63 +248,83 @@ _BLOCK_COLORS = {
 
 
 def _blocks(state):
-    """``(name, rows, cols, operator after it)`` of the matrix products, left to right."""
+    """``(name, rows, cols, slot width, operator after it)``, left to right.
+
+    Each block sits in a slot as wide as the block can ever get, so slots (and
+    labels) never move and one square is the same size in every state.
+    """
     T_q, d_k = state.Q.shape
     T_k, d_v = state.V.shape
     return [
-        ("Q", T_q, d_k, "·"),
-        ("Kᵀ", d_k, T_k, "→"),
-        ("A", T_q, T_k, "·"),
-        ("V", T_k, d_v, "="),
-        ("O", T_q, d_v, ""),
+        ("Q", T_q, d_k, MAX_WIDTH, "·"),
+        ("Kᵀ", d_k, T_k, MAX_LENGTH, "→"),
+        ("A", T_q, T_k, MAX_LENGTH, "·"),
+        ("V", T_k, d_v, MAX_WIDTH, "="),
+        ("O", T_q, d_v, MAX_WIDTH, ""),
     ]
 
 
 def _draw_shapes(ax, state, spec):
-    """Each array as a rectangle of its true shape (one unit per entry), top-aligned."""
-    gap = 2.2
+    """Each array as a rectangle of its true shape (one square per entry), top-left aligned."""
+    gap = 2.6
     x = 0.0
-    for name, rows, cols, operator in _blocks(state):
+    for name, rows, cols, slot, operator in _blocks(state):
+        color = _BLOCK_COLORS[name]
         ax.add_patch(
             Rectangle(
-                (x, -rows),
-                cols,
-                rows,
-                facecolor=_BLOCK_COLORS[name],
-                alpha=0.35,
-                edgecolor=_BLOCK_COLORS[name],
-                linewidth=2,
+                (x, -rows), cols, rows, facecolor=color, alpha=0.35, edgecolor=color, linewidth=2
             )
         )
         # one faint line between neighbouring entries, so the squares can be counted
         ax.vlines(x + np.arange(1, cols), -rows, 0, color="white", linewidth=0.8)
         ax.hlines(-np.arange(1, rows), x, x + cols, color="white", linewidth=0.8)
         ax.text(
-            x + cols / 2,
+            x,
             0.6,
             f"{name}  {rows}×{cols}",
-            ha="center",
+            ha="left",
             va="bottom",
             fontsize=spec["annotation"] + 1,
             weight="bold",
         )
-        x += cols
+        x += slot
         if operator:
             ax.text(
                 x + gap / 2,
-                -min(rows, MAX_LENGTH) / 2,
+                -MAX_LENGTH / 2,
                 operator,
                 ha="center",
                 va="center",
                 fontsize=spec["label"],
             )
         x += gap
-    ax.set_xlim(-0.5, x)
-    ax.set_ylim(-MAX_LENGTH - 0.5, 2.2)
+    ax.set_xlim(-0.5, x - gap + 0.5)
+    ax.set_ylim(-MAX_LENGTH - 0.5, 2.4)
     ax.set_aspect("equal")
     ax.axis("off")
     kind = "self-attention" if state.mode == "self" else "cross-attention"
     ax.set_title(f"{kind}: shapes (one square per number; A = softmax(Q Kᵀ / √d_k))")
+
+
+_MARGINS = {"left": 0.13, "right": 0.98, "top": 0.94, "bottom": 0.09, "hspace": 0.28}
+
+
+def _draw_panels(shapes, heat, state, style, *, colorbar):
+    spec = plots.STYLES[style]
+    _draw_shapes(shapes, state, spec)
+    T_q, T_k = state.weights.shape
+    plots.attention_heatmap(
+        state.weights,
+        ax=heat,
+        mask=state.mask,
+        query_labels=state.query_tokens,
+        key_labels=state.key_tokens,
+        title=f"weights A: {T_q}×{T_k}" + (" (square)" if T_q == T_k else " (rectangular)"),
+        colorbar=colorbar,
+        style=style,
+    )
+    heat.set_xlabel("key (encoder token)" if state.mode == "cross" else "key (same sentence)")
+    heat.set_ylabel("query (decoder token)")
 
 
 def draw(fig, state):
@@ -322,23 +342,36 @@ def draw(fig, state):
     >>> [t.get_text() for t in heat.get_xticklabels()]
     ['the', 'black', 'cat', 'sleeps', 'on']
     """
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
-    shapes, heat = fig.subplots(2, 1, height_ratios=(1, 1.6))
-    _draw_shapes(shapes, state, spec)
-    T_q, T_k = state.weights.shape
-    plots.attention_heatmap(
-        state.weights,
-        ax=heat,
-        mask=state.mask,
-        query_labels=state.query_tokens,
-        key_labels=state.key_tokens,
-        title=f"weights A: {T_q}×{T_k}" + (" (square)" if T_q == T_k else " (rectangular)"),
-        style=style,
-    )
-    heat.set_xlabel("key (encoder token)" if state.mode == "cross" else "key (same sentence)")
-    heat.set_ylabel("query (decoder token)")
+    # Fixed margins instead of a layout engine: wide enough for every token label,
+    # and the explorer's redraws then never need a layout pass.
+    fig.set_layout_engine("none")
+    shapes, heat = fig.subplots(2, 1, height_ratios=(1, 1.6), gridspec_kw=dict(_MARGINS))
+    _draw_panels(shapes, heat, state, plots.figure_style(fig), colorbar=True)
     return shapes, heat
+
+
+def refresh(fig, state):
+    """Redraw the two panels of ``fig`` in place for ``state``, keeping the layout.
+
+    Shapes change with the sliders, so nothing can simply be moved: both axes
+    are cleared and drawn again, but the figure keeps its axes, its colour bar
+    (always 0..1) and the layout the first drawing found, which saves the
+    layout pass. Returns None: the shell then renders the whole figure.
+
+    Examples
+    --------
+    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
+    >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
+    >>> refresh(fig, update(T_q=2, mode="self")) is None, len(fig.axes)
+    (True, 3)
+    >>> [t.get_text() for t in heat.get_xticklabels()]
+    ['<s>', 'le']
+    """
+    shapes, heat = fig.axes[:2]
+    shapes.clear()
+    heat.clear()
+    _draw_panels(shapes, heat, state, plots.figure_style(fig), colorbar=False)
+    return None
 
 
 _SOURCES = {
@@ -462,6 +495,7 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
         draw,
         table,
         readout,
+        refresh=refresh,
         figsize=FIGSIZE,
         style=style,
     )
