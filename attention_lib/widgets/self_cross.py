@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.collections import LineCollection
 from matplotlib.patches import Rectangle
 
 from .. import plots
@@ -247,37 +248,63 @@ _BLOCK_COLORS = {
 }
 
 
-def _blocks(state):
-    """``(name, rows, cols, slot width, operator after it)``, left to right.
+_GAP = 2.6  # between two slots of the shapes strip, where the operator sits
+_MARGINS = {"left": 0.13, "right": 0.98, "top": 0.94, "bottom": 0.07, "hspace": 0.3}
 
-    Each block sits in a slot as wide as the block can ever get, so slots (and
-    labels) never move and one square is the same size in every state.
+
+def _blocks(state):
+    """``(name, x, rows, cols)`` of each block of the shapes strip, left to right.
+
+    Each block sits at the left of a slot as wide as the block can ever get, so
+    slots and labels never move and one square is the same size in every state.
     """
     T_q, d_k = state.Q.shape
     T_k, d_v = state.V.shape
-    return [
-        ("Q", T_q, d_k, MAX_WIDTH, "·"),
-        ("Kᵀ", d_k, T_k, MAX_LENGTH, "→"),
-        ("A", T_q, T_k, MAX_LENGTH, "·"),
-        ("V", T_k, d_v, MAX_WIDTH, "="),
-        ("O", T_q, d_v, MAX_WIDTH, ""),
-    ]
+    sizes = [("Q", T_q, d_k), ("Kᵀ", d_k, T_k), ("A", T_q, T_k), ("V", T_k, d_v), ("O", T_q, d_v)]
+    blocks, x = [], 0.0
+    for (name, rows, cols), slot in zip(sizes, _SLOTS, strict=True):
+        blocks.append((name, x, rows, cols))
+        x += slot + _GAP
+    return blocks
+
+
+_SLOTS = (MAX_WIDTH, MAX_LENGTH, MAX_LENGTH, MAX_WIDTH, MAX_WIDTH)
+_OPERATORS = ("·", "→", "·", "=")
+
+
+def _grid_segments(x, rows, cols):
+    """Faint lines between neighbouring entries of a block, so the squares can be counted."""
+    vertical = [[(x + k, -rows), (x + k, 0.0)] for k in range(1, cols)]
+    horizontal = [[(x, -k), (x + cols, -k)] for k in range(1, rows)]
+    return vertical + horizontal
+
+
+def _strip_title(state):
+    kind = "self-attention" if state.mode == "self" else "cross-attention"
+    return f"{kind}: shapes (one square per number; A = softmax(Q Kᵀ / √d_k))"
 
 
 def _draw_shapes(ax, state, spec):
-    """Each array as a rectangle of its true shape (one square per entry), top-left aligned."""
-    gap = 2.6
-    x = 0.0
-    for name, rows, cols, slot, operator in _blocks(state):
+    """Each array as a rectangle of its true shape, top-left aligned in a fixed slot."""
+    for i, (name, x, rows, cols) in enumerate(_blocks(state)):
         color = _BLOCK_COLORS[name]
         ax.add_patch(
             Rectangle(
-                (x, -rows), cols, rows, facecolor=color, alpha=0.35, edgecolor=color, linewidth=2
+                (x, -rows),
+                cols,
+                rows,
+                facecolor=color,
+                alpha=0.35,
+                edgecolor=color,
+                linewidth=2,
+                gid=f"sc-block-{i}",
             )
         )
-        # one faint line between neighbouring entries, so the squares can be counted
-        ax.vlines(x + np.arange(1, cols), -rows, 0, color="white", linewidth=0.8)
-        ax.hlines(-np.arange(1, rows), x, x + cols, color="white", linewidth=0.8)
+        ax.add_collection(
+            LineCollection(
+                _grid_segments(x, rows, cols), colors="white", linewidths=0.8, gid=f"sc-grid-{i}"
+            )
+        )
         ax.text(
             x,
             0.6,
@@ -286,49 +313,132 @@ def _draw_shapes(ax, state, spec):
             va="bottom",
             fontsize=spec["annotation"] + 1,
             weight="bold",
+            gid=f"sc-size-{i}",
         )
-        x += slot
-        if operator:
+        if i < len(_OPERATORS):
             ax.text(
-                x + gap / 2,
-                -MAX_LENGTH / 2,
-                operator,
+                x + _SLOTS[i] + _GAP / 2,
+                -0.5,
+                _OPERATORS[i],
                 ha="center",
                 va="center",
                 fontsize=spec["label"],
             )
-        x += gap
-    ax.set_xlim(-0.5, x - gap + 0.5)
+    ax.set_xlim(-0.5, sum(_SLOTS) + _GAP * (len(_SLOTS) - 1) + 0.5)
     ax.set_ylim(-MAX_LENGTH - 0.5, 2.4)
     ax.set_aspect("equal")
     ax.axis("off")
-    kind = "self-attention" if state.mode == "self" else "cross-attention"
-    ax.set_title(f"{kind}: shapes (one square per number; A = softmax(Q Kᵀ / √d_k))")
+    ax.set_title(_strip_title(state))
 
 
-_MARGINS = {"left": 0.13, "right": 0.98, "top": 0.94, "bottom": 0.09, "hspace": 0.28}
+def _refresh_shapes(ax, state):
+    moved = []
+    for i, (name, x, rows, cols) in enumerate(_blocks(state)):
+        block, grid, size = (_artist(ax, f"sc-{part}-{i}") for part in ("block", "grid", "size"))
+        block.set_bounds(x, -rows, cols, rows)
+        grid.set_segments(_grid_segments(x, rows, cols))
+        size.set_text(f"{name}  {rows}×{cols}")
+        moved += [block, grid, size]
+    ax.title.set_text(_strip_title(state))
+    return [*moved, ax.title]
 
 
-def _draw_panels(shapes, heat, state, style, *, colorbar):
-    spec = plots.STYLES[style]
-    _draw_shapes(shapes, state, spec)
+def _artist(ax, gid):
+    (artist,) = [a for a in ax.get_children() if a.get_gid() == gid]
+    return artist
+
+
+def _padded(state):
+    """Weights and mask on the fixed ``MAX_LENGTH x MAX_LENGTH`` grid (NaN = no such pair)."""
     T_q, T_k = state.weights.shape
-    plots.attention_heatmap(
-        state.weights,
-        ax=heat,
-        mask=state.mask,
-        query_labels=state.query_tokens,
-        key_labels=state.key_tokens,
-        title=f"weights A: {T_q}×{T_k}" + (" (square)" if T_q == T_k else " (rectangular)"),
-        colorbar=colorbar,
-        style=style,
+    weights = np.full((MAX_LENGTH, MAX_LENGTH), np.nan)
+    weights[:T_q, :T_k] = state.weights
+    mask = np.ones((MAX_LENGTH, MAX_LENGTH), dtype=bool)
+    if state.mask is not None:
+        mask[:T_q, :T_k] = state.mask
+    return weights, mask
+
+
+def _heat_title(state):
+    T_q, T_k = state.weights.shape
+    kind = "square" if T_q == T_k else "rectangular"
+    source = "encoder tokens" if state.mode == "cross" else "the same tokens"
+    return f"weights A: {T_q}×{T_k} ({kind}); keys from {source}"
+
+
+def _place_token_labels(ax, state):
+    """Row labels (query tokens) left of the grid, column labels (key tokens) under the last row."""
+    T_q = state.weights.shape[0]
+    moved = []
+    for i in range(MAX_LENGTH):
+        label = _artist(ax, f"sc-query-{i}")
+        label.set_text(state.query_tokens[i] if i < len(state.query_tokens) else "")
+        moved.append(label)
+    for j in range(MAX_LENGTH):
+        label = _artist(ax, f"sc-key-{j}")
+        label.set_text(state.key_tokens[j] if j < len(state.key_tokens) else "")
+        label.set_position((j, T_q - 0.5 + 0.15))
+        moved.append(label)
+    return moved
+
+
+def _draw_heatmap(ax, state, spec, style):
+    weights, mask = _padded(state)
+    image = plots.attention_heatmap(
+        weights, ax=ax, mask=mask, annotate=True, title=_heat_title(state), style=style
     )
-    heat.set_xlabel("key (encoder token)" if state.mode == "cross" else "key (same sentence)")
-    heat.set_ylabel("query (decoder token)")
+    # pairs that do not exist at this T_q, T_k: white, unlike blocked (grey, hatched) ones
+    image.set_cmap(image.get_cmap().with_extremes(bad="white"))
+    ax.add_patch(
+        Rectangle(
+            (-0.5, -0.5),
+            MAX_LENGTH,
+            MAX_LENGTH,
+            fill=False,
+            edgecolor="#cccccc",
+            linestyle="--",
+            linewidth=0.8,
+            clip_on=False,
+            zorder=3,
+        )
+    )
+    # Token labels are texts, not tick labels, so that a change can move them (blitting).
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for i in range(MAX_LENGTH):
+        ax.text(
+            -0.65,
+            i,
+            "",
+            ha="right",
+            va="center",
+            fontsize=spec["tick"],
+            clip_on=False,
+            gid=f"sc-query-{i}",
+        )
+        ax.text(
+            i,
+            0.0,
+            "",
+            ha="right",
+            va="top",
+            rotation=35,
+            rotation_mode="anchor",
+            fontsize=spec["tick"],
+            gid=f"sc-key-{i}",
+        )
+    _place_token_labels(ax, state)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query (decoder token)", labelpad=48)
 
 
 def draw(fig, state):
     """Draw the shapes strip and the weights heatmap (token labels on both axes).
+
+    The heatmap is a fixed ``MAX_LENGTH x MAX_LENGTH`` grid with the weights in
+    its top-left corner (white = no such query/key pair at these lengths), so
+    that, like the shapes strip, it never changes size and a change of the
+    controls only moves artists.
 
     Returns
     -------
@@ -339,39 +449,40 @@ def draw(fig, state):
     --------
     >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
     >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
-    >>> [t.get_text() for t in heat.get_xticklabels()]
-    ['the', 'black', 'cat', 'sleeps', 'on']
+    >>> [t.get_text() for t in heat.texts if t.get_gid().startswith("sc-key")][:6]
+    ['the', 'black', 'cat', 'sleeps', 'on', '']
     """
-    # Fixed margins instead of a layout engine: wide enough for every token label,
-    # and the explorer's redraws then never need a layout pass.
+    style = plots.figure_style(fig)
+    spec = plots.STYLES[style]
+    # Fixed margins instead of a layout engine: room for every token label, and no
+    # layout pass on any redraw.
     fig.set_layout_engine("none")
-    shapes, heat = fig.subplots(2, 1, height_ratios=(1, 1.6), gridspec_kw=dict(_MARGINS))
-    _draw_panels(shapes, heat, state, plots.figure_style(fig), colorbar=True)
+    shapes, heat = fig.subplots(2, 1, height_ratios=(1, 1.9), gridspec_kw=dict(_MARGINS))
+    _draw_shapes(shapes, state, spec)
+    _draw_heatmap(heat, state, spec, style)
     return shapes, heat
 
 
 def refresh(fig, state):
-    """Redraw the two panels of ``fig`` in place for ``state``, keeping the layout.
-
-    Shapes change with the sliders, so nothing can simply be moved: both axes
-    are cleared and drawn again, but the figure keeps its axes, its colour bar
-    (always 0..1) and the layout the first drawing found, which saves the
-    layout pass. Returns None: the shell then renders the whole figure.
+    """Move what :func:`draw` drew on ``fig`` to ``state``; return the moved artists.
 
     Examples
     --------
     >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
     >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
-    >>> refresh(fig, update(T_q=2, mode="self")) is None, len(fig.axes)
-    (True, 3)
-    >>> [t.get_text() for t in heat.get_xticklabels()]
-    ['<s>', 'le']
+    >>> moved = refresh(fig, update(T_q=2, mode="self", causal=True))
+    >>> heat.get_title()
+    'weights A: 2×2 (square); keys from the same tokens'
     """
     shapes, heat = fig.axes[:2]
-    shapes.clear()
-    heat.clear()
-    _draw_panels(shapes, heat, state, plots.figure_style(fig), colorbar=False)
-    return None
+    weights, mask = _padded(state)
+    heat.title.set_text(_heat_title(state))
+    return [
+        *_refresh_shapes(shapes, state),
+        *plots.update_attention_heatmap(heat, weights, mask),
+        heat.title,
+        *_place_token_labels(heat, state),
+    ]
 
 
 _SOURCES = {
