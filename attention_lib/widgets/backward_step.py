@@ -1,0 +1,551 @@
+"""Explorer for notebook 04 (chapter 19.3): nudge one input entry, compare with the gradient.
+
+Pick one entry ``x`` of ``Q``, ``K`` or ``V`` and a step ``h``. The loss is
+``L = sum(G * O)`` for a fixed upstream gradient ``G``, so ``dL/dO = G``. The
+explorer shows
+
+* the actual change ``L(x + h) - L(x)`` next to the gradient's linear
+  prediction ``h * dL/dx`` (and the loss along the line ``x + t`` for ``t`` in
+  ``[-2h, 2h]``, with the tangent line the gradient promises);
+* the error of a finite-difference estimate of ``dL/dx`` as the step shrinks,
+  over a log range of steps (relative to the largest entry of the gradient of
+  the chosen input, so that entries with a zero gradient stay meaningful):
+  large steps suffer truncation (central differences: error ~ h**2, one-sided:
+  ~ h), tiny steps suffer round-off (error ~ 1e-16 / h), and the best step
+  sits between the two.
+
+:func:`update` is pure NumPy (no matplotlib, no ipywidgets) so tests can assert
+on it. By default the gradient comes from :func:`attention_lib.attention_backward`;
+pass ``backward=`` (same signature) to probe another one, such as a planted bug.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import ipywidgets as widgets
+import numpy as np
+
+from .. import plots
+from ..attention import attention_backward, attention_forward
+from ..masks import causal_mask
+from ._shell import Explorer, ExplorerSpec, html_table
+
+ARRAYS = ("Q", "K", "V")
+#: Steps of the finite-difference error curve: 10**-13 .. 10**0, four per decade.
+STEPS = np.logspace(-13.0, 0.0, 53)
+#: Offsets ``t / h`` at which the loss curve ``L(x + t) - L(x)`` is drawn.
+CURVE_OFFSETS = np.linspace(-2.0, 2.0, 41)
+_TINY = np.finfo(np.float64).tiny
+
+
+class Problem(NamedTuple):
+    """A small fixed attention problem: inputs, upstream gradient ``G`` and mask."""
+
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    upstream: np.ndarray
+    mask: np.ndarray | None
+
+
+def example_problem(*, length=4, width=3, causal=True, seed=4):
+    """Seeded float64 inputs ``Q, K, V`` of shape ``(length, width)`` and ``G``.
+
+    Examples
+    --------
+    >>> problem = example_problem()
+    >>> problem.Q.shape, problem.upstream.shape, problem.mask.shape
+    ((4, 3), (4, 3), (4, 4))
+    >>> example_problem(causal=False).mask is None
+    True
+    """
+    rng = np.random.default_rng(seed)
+    Q, K, V, upstream = rng.standard_normal((4, length, width))
+    mask = causal_mask(length) if causal else None
+    return Problem(Q, K, V, upstream, mask)
+
+
+def loss(problem, **replace):
+    """``sum(G * attention_forward(Q, K, V, mask))``, with any of Q, K, V replaced.
+
+    Examples
+    --------
+    >>> problem = example_problem()
+    >>> loss(problem) == loss(problem, V=problem.V)
+    True
+    """
+    arrays = {name: replace.get(name, getattr(problem, name)) for name in ARRAYS}
+    output = attention_forward(arrays["Q"], arrays["K"], arrays["V"], problem.mask)
+    return float(np.sum(problem.upstream * output))
+
+
+class BackwardStepState(NamedTuple):
+    """Everything the backward-step explorer shows for one choice of entry and step."""
+
+    array: str
+    index: tuple
+    h: float
+    value: float
+    loss: float
+    gradient: float
+    actual_change: float
+    predicted_change: float
+    central_difference: float
+    offsets: np.ndarray
+    curve: np.ndarray
+    gradient_scale: float
+    steps: np.ndarray
+    central_errors: np.ndarray
+    forward_errors: np.ndarray
+    best_step: float
+
+    @property
+    def prediction_error(self):
+        """``|actual - predicted| / (h * gradient_scale)``: the gap, relative to the gradient."""
+        return abs(self.actual_change - self.predicted_change) / (self.h * self.gradient_scale)
+
+
+def _loss_along(problem, array, index, offsets):
+    """``L(x + t) - L(x)`` for each ``t`` in ``offsets`` (x = ``array[index]``)."""
+    base = getattr(problem, array)
+    nudged = base.copy()
+    reference = loss(problem)
+    changes = np.empty(len(offsets))
+    for i, t in enumerate(offsets):
+        nudged[index] = base[index] + t
+        changes[i] = loss(problem, **{array: nudged}) - reference
+    return changes
+
+
+def _errors(estimates, gradient, scale):
+    return np.abs(np.asarray(estimates) - gradient) / scale
+
+
+def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backward=None):
+    """Nudge ``array[row, col]`` by ``h`` and compare the loss change with the gradient.
+
+    Parameters
+    ----------
+    array : {"Q", "K", "V"}
+        Which input holds the entry.
+    row, col : int
+        The entry (position, feature); counted from 0.
+    h : float
+        The perturbation, ``0 < h <= 1``.
+    causal : bool, default True
+        Use a causal mask in the example problem (ignored when ``problem`` is given).
+    problem : Problem, optional
+        Defaults to :func:`example_problem` with ``causal``.
+    backward : callable, optional
+        ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)``; defaults to
+        :func:`attention_lib.attention_backward`.
+
+    Returns
+    -------
+    BackwardStepState
+
+    Examples
+    --------
+    >>> state = update("V", 2, 1, h=0.5)
+    >>> abs(state.actual_change - state.predicted_change) < 1e-12  # L is linear in V
+    True
+    >>> state = update("Q", 0, 0)  # query 0 reads only key 0 under the causal mask
+    >>> state.actual_change, abs(state.gradient) < 1e-14
+    (0.0, True)
+    """
+    if array not in ARRAYS:
+        raise ValueError(f"array must be one of {ARRAYS}; got {array!r}.")
+    problem = example_problem(causal=causal) if problem is None else problem
+    base = getattr(problem, array)
+    for name, value, size in (("row", row, base.shape[0]), ("col", col, base.shape[1])):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"{name} must be an int; got {value!r}.")
+        if not 0 <= value < size:
+            raise ValueError(f"{name} must be in 0..{size - 1} for {array} of shape {base.shape}")
+    if not (np.isfinite(h) and 0 < h <= 1):
+        raise ValueError(f"h must be a step in (0, 1]; got {h!r}.")
+    index = (int(row), int(col))
+    backward = attention_backward if backward is None else backward
+
+    output, cache = attention_forward(problem.Q, problem.K, problem.V, problem.mask, True)
+    grads = dict(zip(ARRAYS, backward(problem.upstream, cache), strict=True))
+    gradient = float(grads[array][index])
+
+    curve = _loss_along(problem, array, index, CURVE_OFFSETS * h)
+    actual, minus = _loss_along(problem, array, index, np.array([h, -h]))
+    plus_steps = _loss_along(problem, array, index, STEPS)
+    minus_steps = _loss_along(problem, array, index, -STEPS)
+    # Errors are relative to the size of this input's whole gradient (its largest entry), as
+    # gradient_check's norm-wise error is: an entry whose gradient is 0 up to round-off
+    # (query 0 under the causal mask) then shows an error near 1e-16, not a meaningless 1.
+    scale = max(abs(gradient), float(np.abs(grads[array]).max()), _TINY)
+    central_errors = _errors((plus_steps - minus_steps) / (2 * STEPS), gradient, scale)
+    forward_errors = _errors(plus_steps / STEPS, gradient, scale)
+    return BackwardStepState(
+        array=array,
+        index=index,
+        h=float(h),
+        value=float(base[index]),
+        loss=float(np.sum(problem.upstream * output)),
+        gradient=gradient,
+        actual_change=float(actual),
+        predicted_change=gradient * float(h),
+        central_difference=float((actual - minus) / (2 * h)),
+        gradient_scale=scale,
+        offsets=CURVE_OFFSETS * h,
+        curve=curve,
+        steps=STEPS,
+        central_errors=central_errors,
+        forward_errors=forward_errors,
+        best_step=float(STEPS[np.argmin(central_errors)]),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Drawing, table, readout and the explorer (the thin part around update()).
+
+#: Figure size of the explorer (inches): the loss line on the left, the error curve right.
+FIGSIZE = (9.0, 3.6)
+#: Errors below this are drawn at this value (an exact 0 has no place on a log axis).
+ERROR_FLOOR = 1e-17
+# Okabe-Ito colours, as in attention_lib.plots (keys blue, queries vermillion).
+_ACTUAL_COLOR = "#0072B2"
+_PREDICTED_COLOR = "#D55E00"
+_ONE_SIDED_COLOR = "#009E73"
+_MARK_COLOR = "#555555"
+
+
+def format_step(h):
+    """``0.5`` for readable steps, ``1e-06`` for tiny ones.
+
+    Examples
+    --------
+    >>> format_step(0.5), format_step(1e-6), format_step(10**-2.5)
+    ('0.5', '1e-06', '3e-03')
+    """
+    return f"{h:g}" if h >= 0.01 else f"{h:.0e}"
+
+
+def _entry_name(state):
+    return f"{state.array}[{state.index[0]}, {state.index[1]}]"
+
+
+# Both panels keep fixed axes, so a change only moves a few artists (the shell blits
+# them): the loss curve is drawn in units that do not depend on h or on the entry.
+LOSS_XLIM = (-2.1, 2.1)
+LOSS_YLIM = (-2.4, 4.4)  # room above the curves for the legend
+ERROR_YLIM = (ERROR_FLOOR, 2.0)
+
+
+def _artist(ax, gid):
+    (artist,) = [a for a in ax.get_children() if a.get_gid() == gid]
+    return artist
+
+
+def _loss_panel_data(state):
+    """The left panel's curves in units of ``h * gradient_scale`` along ``t / h``."""
+    unit = state.h * state.gradient_scale
+    x = state.offsets / state.h
+    gap = [state.predicted_change / unit, state.actual_change / unit]
+    return x, state.curve / unit, x * state.gradient / state.gradient_scale, gap
+
+
+def _loss_title(state):
+    return f"nudge {_entry_name(state)} by h = {format_step(state.h)}"
+
+
+def _draw_tangent(ax, state, spec):
+    """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h."""
+    line = spec["line"]
+    x, actual, predicted, gap = _loss_panel_data(state)
+    ax.plot(
+        x,
+        actual,
+        "o-",
+        color=_ACTUAL_COLOR,
+        markersize=spec["marker"] / 2,
+        linewidth=line,
+        label="actual  L(x + t) − L(x)",
+        gid="bs-actual",
+    )
+    ax.plot(
+        x,
+        predicted,
+        "--",
+        color=_PREDICTED_COLOR,
+        linewidth=line,
+        label="gradient's prediction  t · dL/dx",
+        gid="bs-predicted",
+    )
+    ax.plot(
+        [1.0, 1.0],
+        gap,
+        "-",
+        color=_MARK_COLOR,
+        linewidth=line * 2.5,
+        solid_capstyle="butt",
+        label="gap at t = h",
+        gid="bs-gap",
+    )
+    ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
+    ax.axhline(0.0, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.set_xlim(*LOSS_XLIM)
+    ax.set_ylim(*LOSS_YLIM)
+    ax.set_xlabel("nudge t, in units of h")
+    ax.set_ylabel("loss change / (h · gradient size)")
+    ax.set_title(_loss_title(state))
+    ax.legend(fontsize=spec["annotation"], loc="upper center")
+
+
+def _draw_errors(ax, state, spec):
+    """Right panel: error of the finite-difference estimates against the step."""
+    line = spec["line"]
+    ax.loglog(
+        state.steps,
+        np.maximum(state.central_errors, ERROR_FLOOR),
+        "-",
+        color=_ACTUAL_COLOR,
+        linewidth=line,
+        label="central (L(x+h) − L(x−h)) / 2h",
+        gid="bs-central",
+    )
+    ax.loglog(
+        state.steps,
+        np.maximum(state.forward_errors, ERROR_FLOOR),
+        ":",
+        color=_ONE_SIDED_COLOR,
+        linewidth=line,
+        label="one-sided (L(x+h) − L(x)) / h",
+        gid="bs-one-sided",
+    )
+    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid="bs-step")
+    ax.set_ylim(*ERROR_YLIM)
+    for x, text, align in ((0.03, "← round-off", "left"), (0.97, "truncation →", "right")):
+        ax.text(
+            x,
+            0.95,
+            text,
+            transform=ax.transAxes,
+            ha=align,
+            va="top",
+            fontsize=spec["annotation"],
+            color=_MARK_COLOR,
+        )
+    ax.set_xlabel("step h")
+    ax.set_ylabel("error relative to gradient size")
+    ax.set_title("finite-difference error")
+    ax.legend(fontsize=spec["annotation"], loc="lower left")
+
+
+def draw(fig, state):
+    """Draw ``state`` into ``fig`` (two panels), in the figure's series style.
+
+    Left: the loss along ``x + t`` for ``t`` in ``[-2h, 2h]`` and the gradient's
+    tangent, both in units of ``h * gradient_scale`` (so the axes never move);
+    the exact numbers are in the readout and the table. Right: the error of
+    central and one-sided differences for every step, the current ``h`` marked.
+
+    Returns
+    -------
+    tuple of matplotlib.axes.Axes
+        ``(loss_axes, error_axes)``.
+
+    Examples
+    --------
+    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
+    >>> tangent, errors = draw(fig, update("K", 2, 1, h=0.1))
+    >>> tangent.get_title(), errors.get_xscale()
+    ('nudge K[2, 1] by h = 0.1', 'log')
+    """
+    style = plots.figure_style(fig)
+    spec = plots.STYLES[style]
+    tangent, errors = fig.subplots(1, 2)
+    for ax in (tangent, errors):
+        ax.tick_params(labelsize=spec["tick"])
+        ax.spines[["top", "right"]].set_visible(False)
+    _draw_tangent(tangent, state, spec)
+    _draw_errors(errors, state, spec)
+    return tangent, errors
+
+
+def refresh(fig, state):
+    """Move what :func:`draw` drew on ``fig`` to ``state``; return the moved artists.
+
+    The axes stay fixed, so the shell redraws only these (blitting).
+
+    Examples
+    --------
+    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
+    >>> tangent, errors = draw(fig, update("Q", 3, 0, h=0.5))
+    >>> moved = refresh(fig, update("V", 1, 2, h=1e-6))
+    >>> tangent.get_title(), len(moved)
+    ('nudge V[1, 2] by h = 1e-06', 7)
+    """
+    tangent, errors = fig.axes[:2]
+    x, actual, predicted, gap = _loss_panel_data(state)
+    moved = [_artist(tangent, gid) for gid in ("bs-actual", "bs-predicted", "bs-gap")]
+    moved[0].set_data(x, actual)
+    moved[1].set_data(x, predicted)
+    moved[2].set_data([1.0, 1.0], gap)
+    tangent.title.set_text(_loss_title(state))
+    central, one_sided, step = (
+        _artist(errors, gid) for gid in ("bs-central", "bs-one-sided", "bs-step")
+    )
+    central.set_ydata(np.maximum(state.central_errors, ERROR_FLOOR))
+    one_sided.set_ydata(np.maximum(state.forward_errors, ERROR_FLOOR))
+    step.set_xdata([state.h, state.h])
+    return [*moved, tangent.title, central, one_sided, step]
+
+
+def _sci(x):
+    return f"{x:.3e}"
+
+
+def table(state):
+    """The numbers the figure shows, as a small HTML table.
+
+    Examples
+    --------
+    >>> "gradient dL/dx" in table(update())
+    True
+    """
+    rows = [
+        ["entry x", _entry_name(state)],
+        ["value of x", f"{state.value:.4f}"],
+        ["step h", format_step(state.h)],
+        ["gradient dL/dx", _sci(state.gradient)],
+        ["predicted change h·dL/dx", _sci(state.predicted_change)],
+        ["actual change L(x+h) − L(x)", _sci(state.actual_change)],
+        ["relative gap", f"{state.prediction_error:.1e}"],
+        ["central difference at h", _sci(state.central_difference)],
+        ["best step (central)", f"{state.best_step:.0e}"],
+    ]
+    return html_table(rows, ["quantity", "value"], caption="nudge one entry, compare")
+
+
+def readout(values, state):
+    """Control values and the key numbers: the change the gradient predicts vs the actual one.
+
+    ``h`` is written in the slider's own format (``.0e``), so the readout echoes the slider.
+    """
+    return (
+        f"<b>{_entry_name(state)}</b>, h = {state.h:.0e}: predicted change "
+        f"{state.predicted_change:.3e}, actual {state.actual_change:.3e} "
+        f"(relative gap {state.prediction_error:.1e}); best finite-difference step "
+        f"≈ {state.best_step:.0e}"
+    )
+
+
+def _update_from_controls(h, array, row, col, causal):
+    # Rows and columns are slider positions; every array in the example is 4 x 3.
+    return update(array, int(row), int(col), float(h), causal=bool(causal))
+
+
+# Control sizes: the shell lays the controls out in one row; without a minimum width
+# the slider tracks shrink to a few pixels.
+_WIDE = {"min_width": "300px", "width": "300px"}
+_NARROW = {"min_width": "190px", "width": "190px"}
+_FIT = {"width": "auto"}
+_LABEL = {"description_width": "initial"}
+
+
+def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style="default"):
+    """The live explorer: a log slider for h (main control), the entry, the causal switch.
+
+    Returns
+    -------
+    attention_lib.widgets.Explorer
+
+    Examples
+    --------
+    >>> explorer = backward_step_explorer()
+    >>> explorer
+    <backward step explorer: run the notebook to interact>
+    >>> explorer.set(array="V").array
+    'V'
+    """
+    shape = example_problem().Q.shape
+    controls = {
+        "h": widgets.FloatLogSlider(
+            value=h,
+            base=10,
+            min=-12,
+            max=0,
+            step=0.25,
+            description="step h",
+            readout_format=".0e",
+            continuous_update=False,
+            layout=_WIDE,
+        ),
+        "array": widgets.ToggleButtons(
+            options=list(ARRAYS),
+            value=array,
+            description="input",
+            style={"button_width": "2.5em", "description_width": "initial"},
+            layout={"width": "12em", "min_width": "12em"},  # Q K V side by side
+        ),
+        "row": widgets.IntSlider(
+            value=row,
+            min=0,
+            max=shape[0] - 1,
+            description="row",
+            continuous_update=False,
+            layout=_NARROW,
+            style=_LABEL,
+        ),
+        "col": widgets.IntSlider(
+            value=col,
+            min=0,
+            max=shape[1] - 1,
+            description="column",
+            continuous_update=False,
+            layout=_NARROW,
+            style=_LABEL,
+        ),
+        "causal": widgets.Checkbox(
+            value=causal, description="causal mask", indent=False, layout=_FIT
+        ),
+    }
+    explorer = Explorer(
+        "backward step",
+        controls,
+        _update_from_controls,
+        draw,
+        table,
+        readout,
+        refresh=refresh,
+        figsize=FIGSIZE,
+        style=style,
+    )
+    _wrap_controls(explorer)
+    return explorer
+
+
+def _wrap_controls(explorer):
+    """Let the row of controls wrap onto a second line instead of squeezing the sliders.
+
+    A stopgap until the shell lays its controls out with ``flex_flow="row wrap"``.
+    """
+    for child in explorer.widget.children:
+        if isinstance(child, widgets.Box) and explorer.main_control in child.children:
+            child.layout.flex_flow = "row wrap"
+
+
+EXPLORER = ExplorerSpec(
+    name="backward_step",
+    factory=backward_step_explorer,
+    update=update,
+    draw=draw,
+    figsize=FIGSIZE,
+    # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
+    changes=(
+        {"h": 1e-1},
+        {"h": 1e-4},
+        {"h": 1e-8},
+        {"h": 1e-12},
+        {"array": "K"},
+        {"array": "V"},
+        {"array": "Q"},
+    ),
+)

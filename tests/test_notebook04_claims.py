@@ -1,0 +1,138 @@
+"""Every claim notebook 04 (the backward pass, chapter 19.3) makes, checked on the library."""
+
+import numpy as np
+import pytest
+
+from attention_lib import (
+    attention_backward,
+    attention_forward,
+    causal_mask,
+    check_attention_gradients,
+    gradient_check,
+    masked_softmax,
+    numerical_gradient,
+    softmax_backward,
+)
+
+
+@pytest.fixture
+def problem():
+    """The notebook's setting: T = 4, d_k = d_v = 3, causal mask, loss = sum(G * O)."""
+    rng = np.random.default_rng(4)
+    Q, K, V, G = rng.standard_normal((4, 4, 3))
+    mask = causal_mask(4)
+    output, cache = attention_forward(Q, K, V, mask, return_cache=True)
+    return {"Q": Q, "K": K, "V": V, "G": G, "mask": mask, "O": output, "cache": cache}
+
+
+def _pieces(p):
+    A = p["cache"].weights
+    grad_A = p["G"] @ p["V"].T
+    grad_S = softmax_backward(A, grad_A)
+    return A, grad_A, grad_S
+
+
+def test_claim1_grad_V_and_grad_A(problem):
+    p = problem
+    A, grad_A, _ = _pieces(p)
+    _, _, grad_V = attention_backward(p["G"], p["cache"])
+    np.testing.assert_allclose(grad_V, A.T @ p["G"], rtol=1e-12, atol=1e-14)
+
+    def loss_of_V(V):
+        return float(np.sum(p["G"] * (A @ V)))
+
+    def loss_of_A(A):
+        return float(np.sum(p["G"] * (A @ p["V"])))
+
+    assert gradient_check(loss_of_V, {"V": p["V"]}, {"V": A.T @ p["G"]}).passed
+    assert gradient_check(loss_of_A, {"A": A}, {"A": grad_A}).passed
+
+
+def test_claim2_grad_S_row_by_row(problem):
+    p = problem
+    A, grad_A, grad_S = _pieces(p)
+    row_dot = np.sum(grad_A * A, axis=-1, keepdims=True)
+    np.testing.assert_allclose(grad_S, A * (grad_A - row_dot), rtol=1e-12, atol=1e-15)
+    for i in range(A.shape[0]):  # rows do not interact
+        np.testing.assert_allclose(softmax_backward(A[i], grad_A[i]), grad_S[i], atol=1e-15)
+
+    S = p["Q"] @ p["K"].T / np.sqrt(3)
+
+    def loss_of_S(S):
+        return float(np.sum(p["G"] * (masked_softmax(S, p["mask"]) @ p["V"])))
+
+    assert gradient_check(loss_of_S, {"S": S}, {"S": grad_S}).passed
+
+
+def test_claim2_one_row_jacobian_vector_product():
+    a = masked_softmax(np.array([0.3, -1.2, 2.0, 0.5]))
+    grad_a = np.array([1.0, -0.5, 0.25, 2.0])
+    J = np.diag(a) - np.outer(a, a)  # J[i, j] = d a_i / d s_j
+    np.testing.assert_allclose(J, J.T)
+    np.testing.assert_allclose(J.T @ grad_a, softmax_backward(a, grad_a), atol=1e-15)
+    numeric_J = np.stack(
+        [
+            numerical_gradient(lambda s, i=i: float(masked_softmax(s)[i]), {"s": np.log(a)}, "s")
+            for i in range(4)
+        ]
+    )
+    np.testing.assert_allclose(numeric_J, J, atol=1e-9)
+
+
+def test_claim3_masked_positions_get_exactly_zero_score_gradient(problem):
+    p = problem
+    _, _, grad_S = _pieces(p)
+    assert np.all(grad_S[~p["mask"]] == 0.0)
+    S = p["Q"] @ p["K"].T / np.sqrt(3)
+
+    def loss_of_S(S):
+        return float(np.sum(p["G"] * (masked_softmax(S, p["mask"]) @ p["V"])))
+
+    numeric = numerical_gradient(loss_of_S, {"S": S}, "S")
+    assert np.all(numeric[~p["mask"]] == 0.0)  # nudging a blocked score changes nothing
+
+
+def test_claim3_a_fully_masked_row_gets_zero_gradients(problem):
+    p = problem
+    mask = p["mask"].copy()
+    mask[2] = False
+    _, cache = attention_forward(p["Q"], p["K"], p["V"], mask, return_cache=True)
+    grad_Q, _, _ = attention_backward(p["G"], cache)
+    assert np.all(grad_Q[2] == 0.0)
+    assert np.all(np.isfinite(grad_Q))
+
+
+def test_claim4_grad_Q_and_grad_K(problem):
+    p = problem
+    _, _, grad_S = _pieces(p)
+    grad_Q, grad_K, _ = attention_backward(p["G"], p["cache"])
+    np.testing.assert_allclose(grad_Q, grad_S @ p["K"] / np.sqrt(3), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(grad_K, grad_S.T @ p["Q"] / np.sqrt(3), rtol=1e-10, atol=1e-14)
+
+    def loss_of_QK(Q, K):
+        return float(np.sum(p["G"] * attention_forward(Q, K, p["V"], p["mask"])))
+
+    report = gradient_check(loss_of_QK, {"Q": p["Q"], "K": p["K"]}, {"Q": grad_Q, "K": grad_K})
+    assert report.passed
+
+
+def test_claim5_full_backward_passes_and_planted_sign_error_is_caught(problem):
+    from attention_lib.pitfalls import attention_backward_with_sign_error
+
+    p = problem
+    report = check_attention_gradients(p["Q"], p["K"], p["V"], mask=p["mask"])
+    assert report.passed
+    planted = check_attention_gradients(
+        p["Q"], p["K"], p["V"], mask=p["mask"], backward=attention_backward_with_sign_error
+    )
+    assert not planted.passed
+    assert planted.errors["V"] < planted.tolerance  # V never goes through the softmax
+    assert planted.errors["Q"] > 1e-2 and planted.errors["K"] > 1e-2
+
+
+def test_flashattention2_rowsum_identity(problem):
+    p = problem
+    A, grad_A, _ = _pieces(p)
+    np.testing.assert_allclose(
+        np.sum(grad_A * A, axis=-1), np.sum(p["G"] * p["O"], axis=-1), rtol=1e-12, atol=1e-14
+    )

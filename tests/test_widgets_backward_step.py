@@ -1,0 +1,175 @@
+"""The backward-step explorer of notebook 04: pure update() first, then the headless shell."""
+
+import numpy as np
+import pytest
+
+from attention_lib import attention_backward, attention_forward
+from attention_lib.widgets import backward_step as bs
+
+
+def test_gradient_entry_is_the_library_gradient():
+    problem = bs.example_problem()
+    _, cache = attention_forward(problem.Q, problem.K, problem.V, problem.mask, True)
+    grads = dict(zip("QKV", attention_backward(problem.upstream, cache), strict=True))
+    for array in "QKV":
+        for row in range(4):
+            for col in range(3):
+                state = bs.update(array, row, col)
+                assert state.gradient == grads[array][row, col]
+                assert state.index == (row, col)
+                assert state.value == getattr(problem, array)[row, col]
+
+
+def test_small_steps_follow_the_tangent_large_steps_bend_away():
+    small = bs.update("Q", 3, 2, h=1e-4)
+    large = bs.update("Q", 3, 2, h=1.0)
+    assert small.prediction_error < 1e-3
+    assert large.prediction_error > 10 * small.prediction_error
+    np.testing.assert_allclose(small.central_difference, small.gradient, rtol=1e-6)
+
+
+def test_loss_is_linear_in_the_values():
+    state = bs.update("V", 1, 2, h=1.0)
+    np.testing.assert_allclose(state.actual_change, state.predicted_change, atol=1e-12)
+    np.testing.assert_allclose(state.curve, state.offsets * state.gradient, atol=1e-12)
+
+
+def test_error_curve_shows_truncation_then_round_off():
+    state = bs.update("Q", 3, 2)
+    errors = dict(zip(np.round(np.log10(state.steps), 2), state.central_errors, strict=True))
+    assert errors[-5.0] < errors[-2.0] < errors[0.0]  # truncation: shrinks with h
+    assert errors[-5.0] < errors[-9.0] < errors[-12.0]  # round-off: grows as h shrinks
+    assert 1e-8 <= state.best_step <= 1e-3
+    assert state.central_errors.min() < 1e-9
+    # the one-sided difference is worse where truncation dominates (error ~ h, not h**2)
+    middle = (state.steps >= 1e-6) & (state.steps <= 1e-2)
+    assert np.all(state.forward_errors[middle] > state.central_errors[middle])
+
+
+def test_entry_no_query_can_see_has_zero_gradient_and_zero_change():
+    state = bs.update("Q", 0, 1, h=0.5)  # query 0 reads only key 0 under the causal mask
+    assert state.actual_change == 0.0
+    assert abs(state.gradient) < 1e-14
+    free = bs.update("Q", 0, 1, h=0.5, causal=False)
+    assert abs(free.actual_change) > 1e-6
+
+
+def test_another_backward_can_be_probed():
+    def wrong(grad_output, cache):
+        grad_Q, grad_K, grad_V = attention_backward(grad_output, cache)
+        return -grad_Q, grad_K, grad_V
+
+    right = bs.update("Q", 3, 2, h=1e-4)
+    state = bs.update("Q", 3, 2, h=1e-4, backward=wrong)
+    assert state.gradient == -right.gradient
+    assert state.actual_change == right.actual_change
+    assert state.prediction_error > 0.5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"array": "O"}, ValueError),
+        ({"row": 4}, ValueError),
+        ({"col": -1}, ValueError),
+        ({"row": 1.0}, TypeError),
+        ({"h": 0.0}, ValueError),
+        ({"h": 2.0}, ValueError),
+        ({"h": float("nan")}, ValueError),
+    ],
+)
+def test_bad_controls_are_refused_with_a_message(kwargs, error):
+    with pytest.raises(error):
+        bs.update(**kwargs)
+
+
+@pytest.mark.parametrize("h", [1e-12, 1.0])
+@pytest.mark.parametrize("array", ["Q", "K", "V"])
+def test_extreme_steps_do_not_raise(array, h):
+    state = bs.update(array, 3, 2, h=h)
+    assert np.all(np.isfinite(state.curve))
+    assert np.all(np.isfinite(state.central_errors))
+
+
+# --- the live explorer, headless: set controls as a user would ---------------------------
+
+
+def assert_same_state(state, expected):
+    assert type(state) is type(expected)
+    for field, value in zip(state._fields, state, strict=True):
+        np.testing.assert_array_equal(value, getattr(expected, field), err_msg=field)
+
+
+@pytest.fixture
+def explorer():
+    explorer = bs.backward_step_explorer()
+    yield explorer
+    explorer.close()
+
+
+def test_explorer_starts_in_the_documented_state(explorer):
+    assert next(iter(explorer.controls)) == "h"  # the main control comes first
+    assert_same_state(explorer.state, bs.update())
+    assert "Q[3, 0]" in explorer.readout.value
+    assert repr(explorer) == "<backward step explorer: run the notebook to interact>"
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"h": 1e-6}, {"h": 1e-6}),
+        ({"array": "V", "row": 1, "col": 2}, {"array": "V", "index": (1, 2)}),
+        ({"array": "K", "row": 0}, {"array": "K", "index": (0, 0)}),
+        ({"causal": False}, {}),
+    ],
+)
+def test_changing_a_control_recomputes_and_redraws(explorer, values, expected):
+    before = explorer.png
+    state = explorer.set(**values)
+    for field, value in expected.items():
+        if isinstance(value, float):
+            assert getattr(state, field) == pytest.approx(value)
+        else:
+            assert getattr(state, field) == value
+    assert_same_state(
+        state,
+        bs.update(
+            explorer.values["array"],
+            explorer.values["row"],
+            explorer.values["col"],
+            explorer.values["h"],
+            causal=explorer.values["causal"],
+        ),
+    )
+    assert explorer.png != before
+    assert explorer.state is state
+
+
+@pytest.mark.parametrize("h", [1e-12, 1.0])
+def test_explorer_extremes_do_not_raise(explorer, h):
+    for array in bs.ARRAYS:
+        state = explorer.set(h=h, array=array, row=3, col=2)
+        assert state.h == pytest.approx(h)
+    explorer.set(row=0, col=0, causal=True)  # zero gradient: the log axes must cope
+    assert explorer.png[:4] == b"\x89PNG"
+
+
+def test_readout_echoes_the_slider(explorer):
+    for h in (0.5, 10**-0.25, 1e-7):
+        explorer.set(h=h)
+        slider = explorer.controls["h"]
+        assert f"h = {slider.value:{slider.readout_format}}" in explorer.readout.value
+
+
+def test_table_lists_the_numbers_shown(explorer):
+    explorer.set(h=1e-3)
+    html = explorer.table.value
+    assert f"{explorer.state.gradient:.3e}" in html
+    assert f"{explorer.state.actual_change:.3e}" in html
+
+
+def test_registered_for_the_benchmark():
+    from attention_lib.widgets import available_explorers
+
+    spec = available_explorers()["backward_step"]
+    assert spec.update is bs.update and spec.draw is bs.draw
