@@ -33,6 +33,7 @@ from matplotlib.patches import FancyBboxPatch, PathPatch, Rectangle
 from matplotlib.path import Path
 
 __all__ = [
+    "COLORS",
     "MASKED_COLOR",
     "STYLES",
     "arrows_2d",
@@ -57,12 +58,21 @@ __all__ = [
 #: so a blocked key cannot be confused with a key that received weight 0.
 MASKED_COLOR = "#bdbdbd"
 
-# Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
-_QUERY_COLOR = "#D55E00"  # vermillion
-_KEY_COLOR = "#0072B2"  # blue
-_VALUE_COLOR = "#009E73"  # bluish green
-_OUTPUT_COLOR = "#CC79A7"  # reddish purple
-_REFERENCE_COLOR = "#555555"
+#: One colour per role, from the Okabe-Ito palette (distinguishable with every
+#: common colour-vision deficiency). Explorers that draw their own curves use
+#: these too, so a query is the same colour in every figure of the series.
+COLORS = {
+    "query": "#D55E00",  # vermillion
+    "key": "#0072B2",  # blue
+    "value": "#009E73",  # bluish green
+    "output": "#CC79A7",  # reddish purple
+    "reference": "#555555",  # dark grey: y = d_k lines, markers
+}
+_QUERY_COLOR = COLORS["query"]
+_KEY_COLOR = COLORS["key"]
+_VALUE_COLOR = COLORS["value"]
+_OUTPUT_COLOR = COLORS["output"]
+_REFERENCE_COLOR = COLORS["reference"]
 
 _BASE_RC = {
     "image.cmap": "viridis",

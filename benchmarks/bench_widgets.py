@@ -49,6 +49,9 @@ def default_changes(explorer, count=12):
         return [{key: v} for v in options]
     if isinstance(control.value, bool):
         return [{key: v} for v in (not control.value, control.value)]
+    if hasattr(control, "base"):  # FloatLogSlider: min and max are exponents
+        values = control.base ** np.linspace(control.min, control.max, count)
+        return [{key: float(v)} for v in values]
     if hasattr(control, "min") and hasattr(control, "max"):
         values = np.linspace(control.min, control.max, count)
         if isinstance(control.value, (int, np.integer)):

@@ -239,7 +239,15 @@ class Explorer:
         numbers = widgets.Accordion(children=[self.table], titles=("Numbers",))
         numbers.selected_index = None  # collapsed until asked for
         self.widget = widgets.VBox(
-            [widgets.HBox(list(self.controls.values())), self.readout, self.figure, numbers]
+            [
+                # wrap onto a second line rather than squeeze sliders to a few pixels
+                widgets.HBox(
+                    list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+                ),
+                self.readout,
+                self.figure,
+                numbers,
+            ]
         )
         self.widget.add_class("attn-explorer")
         self.state = None

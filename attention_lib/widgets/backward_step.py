@@ -210,10 +210,10 @@ FIGSIZE = (9.0, 3.6)
 #: Errors below this are drawn at this value (an exact 0 has no place on a log axis).
 ERROR_FLOOR = 1e-17
 # Okabe-Ito colours, as in attention_lib.plots (keys blue, queries vermillion).
-_ACTUAL_COLOR = "#0072B2"
-_PREDICTED_COLOR = "#D55E00"
-_ONE_SIDED_COLOR = "#009E73"
-_MARK_COLOR = "#555555"
+_ACTUAL_COLOR = plots.COLORS["key"]
+_PREDICTED_COLOR = plots.COLORS["query"]
+_ONE_SIDED_COLOR = plots.COLORS["value"]
+_MARK_COLOR = plots.COLORS["reference"]
 
 
 def format_step(h):
@@ -518,18 +518,7 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
         figsize=FIGSIZE,
         style=style,
     )
-    _wrap_controls(explorer)
     return explorer
-
-
-def _wrap_controls(explorer):
-    """Let the row of controls wrap onto a second line instead of squeezing the sliders.
-
-    A stopgap until the shell lays its controls out with ``flex_flow="row wrap"``.
-    """
-    for child in explorer.widget.children:
-        if isinstance(child, widgets.Box) and explorer.main_control in child.children:
-            child.layout.flex_flow = "row wrap"
 
 
 EXPLORER = ExplorerSpec(

@@ -240,11 +240,11 @@ FIGSIZE = (8.0, 6.4)
 # Okabe-Ito colours, as in attention_lib.plots: queries vermillion, keys blue,
 # values green, output purple; the weights grey.
 _BLOCK_COLORS = {
-    "Q": "#D55E00",
-    "Kᵀ": "#0072B2",
-    "A": "#999999",
-    "V": "#009E73",
-    "O": "#CC79A7",
+    "Q": plots.COLORS["query"],
+    "Kᵀ": plots.COLORS["key"],
+    "A": "#999999",  # the weights are drawn in full by the heatmap below
+    "V": plots.COLORS["value"],
+    "O": plots.COLORS["output"],
 }
 
 
@@ -610,18 +610,7 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
         figsize=FIGSIZE,
         style=style,
     )
-    _wrap_controls(explorer)
     return explorer
-
-
-def _wrap_controls(explorer):
-    """Let the row of controls wrap onto a second line instead of squeezing the sliders.
-
-    A stopgap until the shell lays its controls out with ``flex_flow="row wrap"``.
-    """
-    for child in explorer.widget.children:
-        if isinstance(child, widgets.Box) and explorer.main_control in child.children:
-            child.layout.flex_flow = "row wrap"
 
 
 EXPLORER = ExplorerSpec(
