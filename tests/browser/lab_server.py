@@ -67,7 +67,8 @@ class JupyterLabServer:
         for name, src in sources.items():
             if Path(src).is_dir():
                 shutil.copytree(
-                    src, self.root / name,
+                    src,
+                    self.root / name,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
                 )
         dirs = {}
@@ -102,7 +103,9 @@ class JupyterLabServer:
 
     def command(self) -> list[str]:
         cmd = [
-            sys.executable, "-m", "jupyterlab",
+            sys.executable,
+            "-m",
+            "jupyterlab",
             "--no-browser",
             "--ip=127.0.0.1",
             f"--port={self.port}",
@@ -117,7 +120,7 @@ class JupyterLabServer:
         return cmd
 
     def start(self, timeout: float = 60.0) -> None:
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._log = open(self.log_path, "wb")  # closed in stop()
         self._proc = subprocess.Popen(
             self.command(),
             cwd=self.root,
