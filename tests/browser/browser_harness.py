@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -76,7 +77,8 @@ MAIN_CONTROL = "attn-main-control"
 READOUT = "attn-readout"
 FIGURE = "attn-figure"
 
-CHROMIUM = "/usr/bin/chromium"
+# Debian's package; ATTENTION_CHROMIUM points elsewhere (another distribution).
+CHROMIUM = os.environ.get("ATTENTION_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -693,7 +695,6 @@ def launch_chromium(playwright: Any, user_data_dir: Path) -> BrowserContext:
 def missing_browser_tools() -> str | None:
     """Why the browser tests cannot run here, or None when they can."""
     import importlib.util
-    import os
 
     problems = []
     if importlib.util.find_spec("playwright") is None:

@@ -1,5 +1,5 @@
-"""The harness proven on fixture notebooks: it passes a working explorer and
-catches a broken widget callback."""
+"""The harness proven on fixture notebooks (tests/browser/fixtures/): it passes
+working explorers and catches what a student would trip over."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from browser_harness import BrowserCheckError, Expectation, check_explorer
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
 
 
-def test_working_explorer_passes(lab, screenshot_path):
+def test_working_slider_explorer_passes(lab, screenshot_path):
+    # The fixture also shows a tagged deliberate error and a warning on stderr:
+    # neither may count as an error output.
     changes = check_explorer(lab, "fixtures/explorer.ipynb", Expectation(), screenshot_path)
     hows = [c.how for c in changes]
     assert len(changes) == 2, hows
@@ -22,6 +24,13 @@ def test_working_explorer_passes(lab, screenshot_path):
     assert screenshot_path.stat().st_size > 0
 
 
+def test_working_button_explorer_passes(lab, screenshot_path):
+    expect = Expectation(control="button", reason="board mode")
+    changes = check_explorer(lab, "fixtures/button_explorer.ipynb", expect, screenshot_path)
+    assert [c.after["readout"] for c in changes] == ["step 1", "step 2", "step 3"]
+    assert [c.how.split(" + ")[-1] for c in changes] == ["Enter", "Space", "clicking the button"]
+
+
 def test_broken_callback_is_caught(lab, screenshot_path):
     with pytest.raises(BrowserCheckError) as caught:
         check_explorer(lab, "fixtures/broken_callback.ipynb", Expectation(), screenshot_path)
@@ -29,3 +38,27 @@ def test_broken_callback_is_caught(lab, screenshot_path):
     assert "the widget callback raised" in message
     # The callback's own error, as JupyterLab's Log Console shows it.
     assert "NameError: name 'drow' is not defined" in message
+
+
+def test_error_output_is_caught(lab, screenshot_path):
+    with pytest.raises(BrowserCheckError) as caught:
+        check_explorer(lab, "fixtures/error_cell.ipynb", Expectation(), screenshot_path)
+    message = str(caught.value)
+    assert message.startswith("error output after Run All:\ncell 2:"), message
+    assert "ZeroDivisionError" in message
+
+
+def test_wrong_control_kind_is_reported(lab):
+    with pytest.raises(BrowserCheckError, match=r"main control .* is a slider, the registry"):
+        check_explorer(lab, "fixtures/explorer.ipynb", Expectation(control="button", reason="x"))
+
+
+def test_offline_guard_flags_foreign_hosts_and_console_errors(lab, network_guard):
+    lab.page.evaluate(
+        """() => { console.error('deliberate console error');
+                   return fetch('http://example.invalid/probe.js').catch(() => null); }"""
+    )
+    problems = network_guard.problems()
+    network_guard.reset()  # handled here: the lab fixture must not fail on them
+    assert "request to a host other than 127.0.0.1: http://example.invalid/probe.js" in problems
+    assert "console deliberate console error" in problems
