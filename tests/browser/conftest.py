@@ -36,7 +36,7 @@ def require_browser() -> None:
             pytrace=False,
         )
     pytest.skip(
-        f"browser tests skipped: {problem}. Install both to run them; "
+        f"browser tests skipped: {problem}. Install what is missing to run them; "
         f"{REQUIRE_ENV}=1 makes this a failure (CI)."
     )
 

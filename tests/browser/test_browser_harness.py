@@ -48,11 +48,6 @@ def test_error_output_is_caught(lab, screenshot_path):
     assert "ZeroDivisionError" in message
 
 
-def test_wrong_control_kind_is_reported(lab):
-    with pytest.raises(BrowserCheckError, match=r"main control .* is a slider, the registry"):
-        check_explorer(lab, "fixtures/explorer.ipynb", Expectation(control="button", reason="x"))
-
-
 def test_offline_guard_flags_foreign_hosts_and_console_errors(lab, network_guard):
     lab.page.evaluate(
         """() => { console.error('deliberate console error');
