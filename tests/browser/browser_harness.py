@@ -548,8 +548,10 @@ def _await_change(
         if after["src"] and after["src"] != before["src"] and after["readout"] != before["readout"]:
             break
         if time.monotonic() - start > 1.0:
-            # Not changed yet: a callback that raised will never change it.
-            errors = frontend.callback_errors()
+            # Not changed yet: a callback that raised will never change it. Its
+            # traceback is in the figure Output (raised inside `with out:`) or,
+            # in JupyterLab, in the Log Console (raised outside).
+            errors = frontend.error_outputs() + frontend.callback_errors()
             if errors:
                 raise BrowserCheckError(
                     f"after {how}: the widget callback raised:\n    " + "\n    ".join(errors)
