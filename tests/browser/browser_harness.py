@@ -310,6 +310,20 @@ def _excerpt(text: str, lines: int = 4) -> str:
 
 _workspace_counter = itertools.count(1)
 
+# Every cell of the notebook on show, in page order (= notebook order).
+CELLS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')]
+    .map(cell => {
+        const prompt = cell.querySelector('.jp-InputArea-prompt');
+        return {
+            prompt: prompt ? prompt.textContent : '',
+            stderr: [...cell.querySelectorAll(
+                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+                .map(o => o.textContent),
+        };
+    })"""
+STATUS_JS = """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+    .map(e => e.textContent).join(' ')"""
+
 
 class JupyterLabFrontend:
     """JupyterLab 4 in a Playwright page."""
@@ -324,11 +338,13 @@ class JupyterLabFrontend:
         self.page.set_default_timeout(PAGE_TIMEOUT)
         guard.attach_page(self.page)
         self.notebook: str | None = None
+        self._facts: dict[str, set[int]] | None = None
 
     # -- protocol ---------------------------------------------------------
 
     def open(self, notebook: str) -> None:
         self.notebook = notebook
+        self._facts = None
         # A workspace of its own per page, reset: nothing restored from an
         # earlier test (which would reopen its notebook and start its kernel).
         workspace = f"browser-test-{next(_workspace_counter)}"
@@ -352,32 +368,11 @@ class JupyterLabFrontend:
         self._wait_idle(RUN_ALL_TIMEOUT, require_run=True)
 
     def error_outputs(self) -> list[str]:
-        found = self.page.evaluate(
-            """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')]
-                .map((cell, i) => [i, [...cell.querySelectorAll(
-                    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-                    .map(o => o.innerText)])"""
-        )
-        exempt = self._raises_exception_cells()
-        errors = []
-        for index, texts in found:
-            for text in texts:
-                if looks_like_traceback(text) and index not in exempt:
-                    errors.append(f"cell {index}: {_excerpt(text)}")
-        return errors
+        return self._errors(self._cells())
 
     def unexecuted_cells(self) -> list[int]:
         """Indices of non-empty code cells that show no execution count."""
-        return self.page.evaluate(
-            """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')]
-                .map((cell, i) => [i, cell])
-                .filter(([i, cell]) => cell.classList.contains('jp-CodeCell'))
-                .filter(([i, cell]) =>
-                    cell.querySelector('.jp-InputArea-editor').innerText.trim() !== '')
-                .filter(([i, cell]) =>
-                    !/\\[\\d+\\]/.test(cell.querySelector('.jp-InputArea-prompt').textContent))
-                .map(([i, cell]) => i)"""
-        )
+        return self._unexecuted(self._cells())
 
     def explorer(self) -> Explorer:
         root = self.page.locator(f".jp-NotebookPanel .{EXPLORER}").first
@@ -434,7 +429,7 @@ class JupyterLabFrontend:
             item.click()
         panel.locator(".jp-OutputArea-output").first.wait_for()
         texts = panel.locator(".jp-OutputArea-output").evaluate_all(
-            "els => els.map(e => e.innerText)"
+            "els => els.map(e => e.textContent)"
         )
         return [_excerpt(t) for t in texts if looks_like_traceback(t)]
 
@@ -464,35 +459,81 @@ class JupyterLabFrontend:
                                 : 'nothing'; }"""
         )
 
-    def _wait_idle(self, timeout: int, require_run: bool) -> None:
-        """Kernel idle, no cell queued or running ([*]), stable for a moment."""
-        script = """require_run => {
-            const status = [...document.querySelectorAll('.jp-StatusBar-TextItem')]
-                           .map(e => e.textContent).join(' ');
-            const prompts = [...document.querySelectorAll(
-                '.jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt')].map(p => p.textContent);
-            return /\\|\\s*Idle/.test(status) && !prompts.some(p => p.includes('*'))
-                   && (!require_run || prompts.some(p => /\\[\\d+\\]/.test(p)));
-        }"""
-        deadline = time.monotonic() + timeout / 1000
-        while True:
-            remaining = max(1, int((deadline - time.monotonic()) * 1000))
-            self.page.wait_for_function(script, arg=require_run, timeout=remaining)
-            self.page.wait_for_timeout(400)
-            if self.page.evaluate(f"({script})({json.dumps(require_run)})"):
-                return
-            if time.monotonic() > deadline:
-                raise BrowserCheckError("kernel did not settle to idle")
+    def _cells(self) -> list[dict[str, Any]]:
+        """Per cell in page order: its prompt text and its stderr outputs."""
+        return self.page.evaluate(CELLS_JS)
 
-    def _raises_exception_cells(self) -> set[int]:
-        if self.notebook is None:
-            return set()
-        nb = json.loads((self.server.root / self.notebook).read_text())
-        return {
+    def _errors(self, cells: list[dict[str, Any]]) -> list[str]:
+        exempt = self._source_facts()["raises_exception"]
+        return [
+            f"cell {i}: {_excerpt(text)}"
+            for i, cell in enumerate(cells)
+            if i not in exempt
+            for text in cell["stderr"]
+            if looks_like_traceback(text)
+        ]
+
+    def _unexecuted(self, cells: list[dict[str, Any]]) -> list[int]:
+        code = self._source_facts()["code"]
+        return [
             i
-            for i, cell in enumerate(nb.get("cells", []))
-            if "raises-exception" in cell.get("metadata", {}).get("tags", [])
-        }
+            for i, cell in enumerate(cells)
+            if i in code and not re.search(r"\[\d+\]", cell["prompt"])
+        ]
+
+    def _wait_idle(self, timeout: int, require_run: bool) -> None:
+        """Kernel idle, no cell queued or running ([*]), and (after Run All)
+        every code cell run or an error output that stopped the run; the same
+        still half a second later. (The kernel is briefly idle between the
+        cells of a Run All, so idleness alone proves nothing.)"""
+        deadline = time.monotonic() + timeout / 1000
+        settled_since = None
+        while True:
+            status = self.page.evaluate(STATUS_JS)
+            cells = self._cells()
+            settled = (
+                re.search(r"\|\s*Idle", status) is not None
+                and not any("*" in cell["prompt"] for cell in cells)
+                and (not require_run or not self._unexecuted(cells) or bool(self._errors(cells)))
+            )
+            now = time.monotonic()
+            if not settled:
+                settled_since = None
+            elif settled_since is None:
+                settled_since = now
+            elif now - settled_since >= 0.5:
+                return
+            if now > deadline:
+                raise BrowserCheckError(
+                    f"kernel did not settle within {timeout / 1000:.0f} s: status {status!r}, "
+                    f"code cells not run: {self._unexecuted(cells)}"
+                )
+            self.page.wait_for_timeout(150)
+
+    def _source_facts(self) -> dict[str, set[int]]:
+        """From the notebook file: which cells are non-empty code cells and
+        which are tagged raises-exception (an error there is the lesson)."""
+        if self._facts is None:
+            nb = json.loads((self.server.root / self.notebook).read_text(encoding="utf-8"))
+            cells = nb.get("cells", [])
+
+            def source(cell):
+                src = cell.get("source", "")
+                return "".join(src) if isinstance(src, list) else src
+
+            self._facts = {
+                "code": {
+                    i
+                    for i, c in enumerate(cells)
+                    if c.get("cell_type") == "code" and source(c).strip()
+                },
+                "raises_exception": {
+                    i
+                    for i, c in enumerate(cells)
+                    if "raises-exception" in c.get("metadata", {}).get("tags", [])
+                },
+            }
+        return self._facts
 
 
 # --------------------------------------------------------------------------
