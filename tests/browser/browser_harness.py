@@ -96,6 +96,7 @@ VIEWPORT = {"width": 1280, "height": 1000}
 PAGE_TIMEOUT = 60_000
 RUN_ALL_TIMEOUT = 120_000
 CHANGE_TIMEOUT = 20_000
+SETTLE_SECONDS = 0.6  # a changed explorer must then hold still this long
 MAX_TABS = 12
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
@@ -489,6 +490,14 @@ class JupyterLabFrontend:
         deadline = time.monotonic() + timeout / 1000
         settled_since = None
         while True:
+            dialog = self.page.locator(".jp-Dialog")
+            if dialog.count():
+                # e.g. "Select Kernel" when the notebook names a kernel that is
+                # not installed: nothing runs until a person answers.
+                raise BrowserCheckError(
+                    "JupyterLab shows a dialog instead of running the notebook: "
+                    + repr(" ".join(dialog.first.inner_text().split())[:300])
+                )
             status = self.page.evaluate(STATUS_JS)
             cells = self._cells()
             settled = (
@@ -579,7 +588,9 @@ def _await_change(
     how: str,
     expect: Expectation,
 ) -> Change:
-    """Wait until the figure and the readout both differ from ``before``."""
+    """Wait until the figure and the readout both differ from ``before`` and
+    have stopped changing (a slider with continuous_update=True redraws on
+    its way), then check the new state."""
     page = frontend.page
     deadline = time.monotonic() + CHANGE_TIMEOUT / 1000
     after = before
@@ -587,6 +598,7 @@ def _await_change(
     while time.monotonic() < deadline:
         after = _state(explorer, kind)
         if after["src"] and after["src"] != before["src"] and after["readout"] != before["readout"]:
+            after = _settled_state(page, explorer, kind, after, deadline)
             break
         if time.monotonic() - start > 1.0:
             # Not changed yet: a callback that raised will never change it. Its
@@ -607,7 +619,11 @@ def _await_change(
         problems.append("the figure image did not change (same src data)")
     if after["readout"] == before["readout"]:
         problems.append(f"the readout did not change ({before['readout']!r})")
-    elif kind == "slider" and expect.readout_shows_value and after["value"] not in after["readout"]:
+    elif (
+        kind == "slider"
+        and expect.readout_shows_value
+        and not shows_value(after["readout"], after["value"])
+    ):
         problems.append(
             f"the readout {after['readout']!r} does not show the slider's value {after['value']!r}"
         )
@@ -618,6 +634,29 @@ def _await_change(
             + f"\n  before: {_short(before)}\n  after:  {_short(after)}"
         )
     return Change(how, before, after)
+
+
+def _settled_state(
+    page: Page, explorer: Explorer, kind: str, state: dict[str, str], deadline: float
+) -> dict[str, str]:
+    stable_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - stable_since < SETTLE_SECONDS:
+        page.wait_for_timeout(100)
+        now = _state(explorer, kind)
+        if now != state:
+            state, stable_since = now, time.monotonic()
+    return state
+
+
+def shows_value(readout: str, value: str) -> bool:
+    """Does the readout text show this value (as a whole number, not a part)?
+
+    >>> shows_value("n = 4", "4"), shows_value("n = 40", "4"), shows_value("d_k = 4.", "4")
+    (True, False, True)
+    >>> shows_value("scale 0.50, entropy 1.2", "0.50"), shows_value("scale 10.50", "0.50")
+    (True, False)
+    """
+    return re.search(rf"(?<![\d.]){re.escape(value)}(?!\.?\d)", readout) is not None
 
 
 def _drag_slider(page: Page, explorer: Explorer) -> None:
