@@ -42,6 +42,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _die_with_parent():
+    """On Linux, a preexec_fn that has the kernel send the server SIGTERM when
+    the test process dies without teardown (SIGKILL, a crashed interpreter):
+    no JupyterLab outlives its tests. Elsewhere, None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return preexec
+
+
 class JupyterLabServer:
     """``jupyter lab`` on 127.0.0.1, started and stopped by the tests."""
 
@@ -129,6 +146,7 @@ class JupyterLabServer:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kernels go with it in stop()
+            preexec_fn=_die_with_parent(),
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
