@@ -10,17 +10,18 @@ class                 on
 ====================  =======================================================
 ``attn-explorer``     the explorer ``VBox`` (the first one in the notebook is
                       the main explorer)
-``attn-main-control`` its main control: the first control of the VBox, an
-                      ipywidgets slider (``IntSlider`` / ``FloatSlider`` /
-                      ``SelectionSlider`` ...) or, for the board notebook, the
-                      ``Button`` "Next"
+``attn-main-control`` its main control, anywhere inside the VBox (directly or
+                      in an ``HBox`` of controls): an ipywidgets slider
+                      (``IntSlider`` / ``FloatSlider`` / ``SelectionSlider``
+                      ...) or, for the board notebook, the ``Button`` "Next"
 ``attn-readout``      an ``HTML`` / ``Label`` widget showing the current
                       value(s); for a slider it must contain the slider's own
                       readout text (e.g. ``4`` or ``0.50``) unless the registry
                       says otherwise
-``attn-figure``       the ``widgets.Output`` that holds the figure: an
-                      ``<img>`` from matplotlib's inline backend, redrawn on
-                      every change
+``attn-figure``       the figure, redrawn on every change: an ipywidgets
+                      ``Image`` (PNG bytes; what ``attention_lib.widgets``
+                      uses) or a ``widgets.Output`` holding an ``<img>`` from
+                      matplotlib's inline backend
 ====================  =======================================================
 
 Nothing else is assumed: no widget model ids, no cell positions, no texts.
@@ -35,9 +36,9 @@ main explorer, reach its main control from the notebook with the Tab key the
 way a keyboard user does, change it with the keyboard (arrow key for a slider,
 Enter and Space for a button) and once with the mouse (drag the slider handle /
 click the button), and after every change require a new figure image (its
-``src`` data differs) and a new readout text. The kernel's log is checked for
-tracebacks (an exception in a widget callback reaches no cell: JupyterLab
-shows it in its Log Console), and the
+image data differs) and a new readout text. Tracebacks of widget callbacks are
+looked for too (one raised outside an Output reaches no cell: JupyterLab shows
+it in its Log Console), and the
 network guard for requests that left 127.0.0.1 and for console errors.
 
 Front ends
@@ -186,6 +187,18 @@ class NetworkGuard:
         self.recording = True
 
 
+FIGURE_FINGERPRINT_JS = """async el => {
+    const imgs = el.tagName === 'IMG' ? [el] : [...el.querySelectorAll('img')];
+    if (!imgs.length || !imgs[imgs.length - 1].src) return '';
+    const src = imgs[imgs.length - 1].src;
+    if (!src.startsWith('blob:')) return src;
+    const bytes = await (await fetch(src)).arrayBuffer();
+    const digest = await crypto.subtle.digest('SHA-256', bytes);
+    return 'sha256:' + [...new Uint8Array(digest)]
+        .map(b => b.toString(16).padStart(2, '0')).join('');
+}"""
+
+
 # --------------------------------------------------------------------------
 # The explorer, as found in the page
 # --------------------------------------------------------------------------
@@ -234,11 +247,14 @@ class Explorer:
         )
 
     def figure_src(self) -> str:
-        """The src of the (last) image in the figure Output, '' if none."""
-        return self.figure.evaluate(
-            """el => { const i = el.querySelectorAll('img');
-                       return i.length ? i[i.length - 1].src : ''; }"""
-        )
+        """A fingerprint of the image data on show ('' if there is no image).
+
+        The figure is an ``<img>`` itself (ipywidgets ``Image``) or holds one
+        (an ``Output`` with an inline-backend figure: the last ``<img>``). A
+        ``data:`` src is its own fingerprint; a ``blob:`` src (``Image``) is new
+        on every update even for the same bytes, so its bytes are hashed.
+        """
+        return self.figure.evaluate(FIGURE_FINGERPRINT_JS)
 
     def readout_text(self) -> str:
         return self.readout.inner_text().strip()
@@ -617,9 +633,9 @@ def _await_change(
     if kind == "slider" and after.get("value") == before.get("value"):
         problems.append(f"the slider's value did not change ({before.get('value')!r})")
     if not after["src"]:
-        problems.append("the figure Output shows no <img>")
+        problems.append("the figure shows no image")
     elif after["src"] == before["src"]:
-        problems.append("the figure image did not change (same src data)")
+        problems.append("the figure image did not change (same image data)")
     if after["readout"] == before["readout"]:
         problems.append(f"the readout did not change ({before['readout']!r})")
     elif (
@@ -637,6 +653,14 @@ def _await_change(
             + f"\n  before: {_short(before)}\n  after:  {_short(after)}"
         )
     return Change(how, before, after)
+
+
+def _await_figure(frontend: Frontend, explorer: Explorer) -> None:
+    deadline = time.monotonic() + CHANGE_TIMEOUT / 1000
+    while not explorer.figure_src():
+        if time.monotonic() > deadline:
+            raise BrowserCheckError(f"the explorer's {FIGURE} shows no image")
+        frontend.page.wait_for_timeout(100)
 
 
 def _settled_state(
@@ -658,8 +682,15 @@ def shows_value(readout: str, value: str) -> bool:
     (True, False, True)
     >>> shows_value("scale 0.50, entropy 1.2", "0.50"), shows_value("scale 10.50", "0.50")
     (True, False)
+
+    ipywidgets' slider readout writes negatives with U+2212 (the minus sign);
+    a readout made with an f-string has the ASCII hyphen. Both count:
+
+    >>> shows_value("angle -130°", "\u2212130"), shows_value("angle -130°", "130")
+    (True, False)
     """
-    return re.search(rf"(?<![\d.]){re.escape(value)}(?!\.?\d)", readout) is not None
+    value, readout = (t.replace("\u2212", "-") for t in (value, readout))
+    return re.search(rf"(?<![\d.-]){re.escape(value)}(?!\.?\d)", readout) is not None
 
 
 def _drag_slider(page: Page, explorer: Explorer) -> None:
@@ -703,7 +734,7 @@ def check_explorer(
                 f"main control ({MAIN_CONTROL}) is a {kind}, the registry expects a "
                 f"{expect.control}: fix the notebook or its entry in notebook_registry.py"
             )
-        explorer.figure.locator("img").last.wait_for(timeout=CHANGE_TIMEOUT)
+        _await_figure(frontend, explorer)
         page = frontend.page
 
         # Keyboard: reach the control with Tab, then operate it.
