@@ -70,8 +70,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from lab_server import JupyterLabServer
     from playwright.sync_api import BrowserContext, Locator, Page
+
+    from .lab_server import JupyterLabServer
 
 EXPLORER = "attn-explorer"
 MAIN_CONTROL = "attn-main-control"

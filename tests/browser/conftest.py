@@ -12,15 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_harness import (
+
+from .browser_harness import (
     JupyterLabFrontend,
     NetworkGuard,
     guarded,
     launch_chromium,
     missing_browser_tools,
 )
-from lab_server import JupyterLabServer
-from notebook_registry import FIXTURES, NOTEBOOKS, REPO
+from .lab_server import JupyterLabServer
+from .notebook_registry import FIXTURES, NOTEBOOKS, REPO
 
 ARTIFACTS = REPO / "artifacts" / "browser"
 REQUIRE_ENV = "ATTENTION_REQUIRE_BROWSER"

@@ -27,7 +27,7 @@ import json
 import re
 from pathlib import Path
 
-from browser_harness import Expectation
+from .browser_harness import Expectation
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"

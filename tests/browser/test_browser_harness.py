@@ -4,7 +4,8 @@ working explorers and catches what a student would trip over."""
 from __future__ import annotations
 
 import pytest
-from browser_harness import BrowserCheckError, Expectation, check_explorer
+
+from .browser_harness import BrowserCheckError, Expectation, check_explorer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
 

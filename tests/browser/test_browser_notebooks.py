@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from browser_harness import Expectation, check_explorer
-from notebook_registry import REGISTRY, REPO, looks_like_widget_notebook, notebooks_to_drive
+
+from .browser_harness import Expectation, check_explorer
+from .notebook_registry import REGISTRY, REPO, looks_like_widget_notebook, notebooks_to_drive
 
 PLAN = notebooks_to_drive()
 
