@@ -1,0 +1,98 @@
+"""Fixtures of the browser tests: one JupyterLab and one Chromium per session.
+
+Without Chromium or Playwright the tests skip with the reason, unless
+ATTENTION_REQUIRE_BROWSER=1 (set by .ci/run), which turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .browser_harness import (
+    JupyterLabFrontend,
+    NetworkGuard,
+    guarded,
+    launch_chromium,
+    missing_browser_tools,
+)
+from .lab_server import JupyterLabServer
+from .notebook_registry import FIXTURES, NOTEBOOKS, REPO
+
+ARTIFACTS = REPO / "artifacts" / "browser"
+REQUIRE_ENV = "ATTENTION_REQUIRE_BROWSER"
+
+
+def require_browser() -> None:
+    problem = missing_browser_tools()
+    if problem is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(
+            f"browser tests are mandatory here ({REQUIRE_ENV}=1) but cannot run: {problem}",
+            pytrace=False,
+        )
+    pytest.skip(
+        f"browser tests skipped: {problem}. Install what is missing to run them; "
+        f"{REQUIRE_ENV}=1 makes this a failure (CI)."
+    )
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    """A JupyterLab serving temporary copies of notebooks/ and the fixtures."""
+    require_browser()
+    server = JupyterLabServer(
+        tmp_path_factory.mktemp("jupyterlab"),
+        sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
+        pythonpath=REPO,
+    )
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def network_guard() -> NetworkGuard:
+    return NetworkGuard()
+
+
+@pytest.fixture(scope="session")
+def chromium(
+    jupyterlab: JupyterLabServer,
+    network_guard: NetworkGuard,
+    tmp_path_factory: pytest.TempPathFactory,
+):
+    """A browser context of Debian's Chromium with a fresh profile."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium-profile"))
+        try:
+            network_guard.attach_context(context)
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def lab(chromium, jupyterlab: JupyterLabServer, network_guard: NetworkGuard):
+    """A fresh JupyterLab page; fails the test on offline / console problems."""
+    with guarded(network_guard):
+        frontend = JupyterLabFrontend(chromium, jupyterlab, network_guard)
+        try:
+            yield frontend
+        finally:
+            frontend.close()
+
+
+@pytest.fixture
+def screenshot_path(request: pytest.FixtureRequest) -> Path:
+    name = re.sub(r"[^\w.-]+", "_", request.node.name).strip("_")
+    return ARTIFACTS / f"{name}.png"

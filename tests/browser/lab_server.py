@@ -1,0 +1,222 @@
+"""A private JupyterLab server for the browser tests.
+
+One server per test session: 127.0.0.1 on a free port, a generated token,
+config / data / settings / workspaces / runtime folders of its own inside a
+temporary directory (so neither the user's Jupyter setup nor a previous run
+can change what the browser sees), and a server root that holds *copies* of
+the notebooks, so the browser can never modify the repository's stored
+notebooks. ``stop()`` terminates the whole process group (server and kernels)
+and kills it if it does not go within a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+# Settings JupyterLab reads from JUPYTERLAB_SETTINGS_DIR before the page loads.
+LAB_SETTINGS = {
+    # The news / update pop-up otherwise covers the notebook and asks for a
+    # network fetch; --LabApp.news_url=None alone does not remove it (FIELD-NOTES).
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent():
+    """On Linux, a preexec_fn that has the kernel send the server SIGTERM when
+    the test process dies without teardown (SIGKILL, a crashed interpreter):
+    no JupyterLab outlives its tests. Elsewhere, None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return preexec
+
+
+class JupyterLabServer:
+    """``jupyter lab`` on 127.0.0.1, started and stopped by the tests."""
+
+    def __init__(self, workdir: Path, sources: dict[str, Path], pythonpath: Path | None = None):
+        """
+        workdir: an empty temporary directory this server may fill.
+        sources: folder name inside the server root -> folder to copy there.
+        pythonpath: prepended to PYTHONPATH for the server and its kernels
+            (the checkout, so notebooks import this attention_lib).
+        """
+        self.workdir = Path(workdir)
+        self.root = self.workdir / "root"
+        self.log_path = self.workdir / "jupyterlab.log"
+        self.token = secrets.token_hex(24)
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+        self._prepare(sources, pythonpath)
+
+    def _prepare(self, sources: dict[str, Path], pythonpath: Path | None) -> None:
+        self.root.mkdir(parents=True)
+        for name, src in sources.items():
+            if Path(src).is_dir():
+                shutil.copytree(
+                    src,
+                    self.root / name,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+                )
+        dirs = {}
+        for var, sub in [
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_DATA_DIR", "data"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTERLAB_SETTINGS_DIR", "lab-settings"),
+            ("JUPYTERLAB_WORKSPACES_DIR", "lab-workspaces"),
+            ("IPYTHONDIR", "ipython"),
+            ("MPLCONFIGDIR", "matplotlib"),
+        ]:
+            path = self.workdir / sub
+            path.mkdir()
+            dirs[var] = str(path)
+        for rel, content in LAB_SETTINGS.items():
+            target = Path(dirs["JUPYTERLAB_SETTINGS_DIR"]) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(content, indent=2))
+        env = dict(os.environ, **dirs)
+        # The inline backend is what students get; a test runner's MPLBACKEND=Agg
+        # would make plt.show() draw nothing in the kernel.
+        env.pop("MPLBACKEND", None)
+        env.pop("JUPYTER_PATH", None)
+        env.pop("JUPYTER_TOKEN", None)
+        env["JUPYTER_PLATFORM_DIRS"] = "1"
+        if pythonpath is not None:
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in [str(pythonpath), os.environ.get("PYTHONPATH", "")] if p
+            )
+        self.env = env
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            "--ServerApp.port_retries=0",  # fail rather than move to another port
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--LabApp.news_url=None",
+            "--ServerApp.terminals_enabled=False",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        return cmd
+
+    def start(self, timeout: float = 60.0) -> None:
+        self._log = open(self.log_path, "wb")  # closed in stop()
+        self._proc = subprocess.Popen(
+            self.command(),
+            cwd=self.root,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: kernels go with it in stop()
+            preexec_fn=_die_with_parent(),
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(
+                    f"jupyter lab exited with {self._proc.returncode} before it served; "
+                    f"log:\n{self.log_text()[-3000:]}"
+                )
+            try:
+                self.api("GET", "/api/status", timeout=2)
+                return
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.25)
+        raise RuntimeError(
+            f"jupyter lab did not answer on {self.base_url} within {timeout:.0f} s; "
+            f"log:\n{self.log_text()[-3000:]}"
+        )
+
+    def api(self, method: str, path: str, timeout: float = 10):
+        """Call the server's REST API with the token; returns parsed JSON or None."""
+        req = urllib.request.Request(
+            self.base_url + path,
+            method=method,
+            headers={"Authorization": f"token {self.token}"},
+        )
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel (one notebook at a time keeps 2 cores free)."""
+        try:
+            for session in self.api("GET", "/api/sessions") or []:
+                self.api("DELETE", f"/api/sessions/{session['id']}")
+            for kernel in self.api("GET", "/api/kernels") or []:
+                self.api("DELETE", f"/api/kernels/{kernel['id']}")
+        except (OSError, urllib.error.URLError):
+            pass
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        try:
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait(timeout=10)
+            elif proc is not None:
+                proc.wait()
+            if proc is not None:
+                # Kernels that outlived the server are still in its process group.
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
