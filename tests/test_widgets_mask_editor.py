@@ -63,3 +63,115 @@ def test_length_one():
 def test_bad_length():
     with pytest.raises(ValueError, match="length must be a whole number >= 1"):
         mask_editor.update(0)
+
+
+# --- the live explorer, driven headlessly -------------------------------------------
+
+
+@pytest.fixture
+def editor():
+    editor = mask_editor.mask_editor_explorer()
+    yield editor
+    editor.close()
+
+
+def count_draws(editor):
+    calls = []
+    original = editor._draw
+
+    def counted(fig, state):
+        calls.append(state)
+        return original(fig, state)
+
+    editor._draw = counted
+    return calls
+
+
+def test_editor_starts_causal_with_one_padded_example(editor):
+    assert list(editor.controls) == ["length", "causal", "length_0", "length_1", "blocked"]
+    main = editor.main_control
+    assert main.continuous_update is False and "attn-main-control" in main._dom_classes
+    state = editor.state
+    assert (state.length, state.causal, state.lengths) == (5, True, (5, 3))
+    assert state.blocked == frozenset()
+    assert "T = 5" in editor.readout.value
+    assert repr(editor) == "<mask editor explorer: run the notebook to interact>"
+
+
+def test_clicking_a_cell_blocks_it_and_redraws(editor):
+    grid = editor.controls["blocked"]
+    button = grid.buttons[3, 1]
+    assert button.description == "·" and "click to block" in button.tooltip
+    before = editor.png
+    button.value = True  # what a click (or Space on the focused button) does
+    assert editor.state.blocked == {(3, 1)} and not editor.state.mask[:, 3, 1].any()
+    assert button.description == "✕" and "click to allow" in button.tooltip
+    assert editor.png != before
+    button.value = False
+    assert editor.state.blocked == frozenset()
+
+
+def test_controls_change_state_and_figure(editor):
+    for change, check in [
+        ({"causal": False}, lambda s: s.mask[0].all()),
+        ({"length_1": 1}, lambda s: s.lengths == (5, 1)),
+        ({"blocked": ((0, 0),)}, lambda s: s.empty_rows[1, 0] and not s.empty_rows[0, 0]),
+    ]:
+        before = editor.png
+        assert check(editor.set(**change))
+        assert editor.png != before
+    assert "blocked" in editor.table.value
+
+
+def test_length_moves_the_dependent_controls_with_one_redraw(editor):
+    editor.set(blocked=((4, 0), (1, 1)))
+    draws = count_draws(editor)
+    state = editor.set(length=3)
+    assert len(draws) == 1
+    assert state.lengths == (3, 3) and state.blocked == {(1, 1)}
+    assert editor.controls["length_0"].max == 3 and editor.controls["blocked"].value == ((1, 1),)
+    assert len(editor.controls["blocked"].buttons) == 9
+    state = editor.set(length=8)
+    assert state.lengths == (8, 8)  # both examples were full at T = 3: they stay full
+    editor.set(length_1=2)
+    state = editor.set(length=6)
+    assert state.lengths == (6, 2)  # a padded example keeps its length
+
+
+def test_length_one_and_every_key_masked_do_not_raise(editor):
+    state = editor.set(length=1)
+    assert state.weights.shape == (2, 1, 1)
+    state = editor.set(length_0=0, length_1=0)
+    assert state.empty_rows.all() and np.all(state.output == 0.0)
+    editor.set(length=4, length_0=4, length_1=4)
+    every_cell = tuple((q, k) for q in range(4) for k in range(4))
+    before = editor.png
+    state = editor.set(blocked=every_cell)
+    assert state.empty_rows.all() and np.all(state.weights == 0.0)
+    assert editor.png != before
+    assert "0.000" in editor.table.value
+
+
+def test_static_figure():
+    import matplotlib.pyplot as plt
+
+    editor = mask_editor.mask_editor_explorer(8, lengths=(8, 2), blocked=((7, 0),))
+    fig = editor.draw_static()
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert labels[-1] == "q7  Σ=1.00"
+    plt.close(fig)
+    editor.close()
+
+
+def test_factory_checks_its_arguments():
+    with pytest.raises(ValueError, match="length must lie between 1 and 8"):
+        mask_editor.mask_editor_explorer(9)
+    with pytest.raises(ValueError, match="lengths must give 2 examples"):
+        mask_editor.mask_editor_explorer(lengths=(3,))
+
+
+def test_registered_for_the_benchmark():
+    from attention_lib.widgets import available_explorers
+
+    spec = available_explorers()["mask_editor"]
+    assert spec.update is mask_editor.update_from_controls and spec.changes

@@ -43,3 +43,69 @@ def test_unscaled_row_saturates_scaled_row_does_not():
 def test_row_is_checked():
     with pytest.raises(ValueError, match="row must lie between 0 and n_queries - 1"):
         sqrt_dk.update(4, row=64)
+
+
+# --- the live explorer, driven headlessly -------------------------------------------
+
+
+@pytest.fixture
+def explorer():
+    explorer = sqrt_dk.sqrt_dk_explorer()
+    yield explorer
+    explorer.close()
+
+
+def test_explorer_starts_unscaled_at_256(explorer):
+    main = explorer.main_control
+    assert main is explorer.controls["d_k"] and main.continuous_update is False
+    assert "attn-main-control" in main._dom_classes
+    assert [value for _, value in main.options] == list(sqrt_dk.D_K_CHOICES)
+    expected = sqrt_dk.update(256, False)
+    assert explorer.state.d_k == 256 and explorer.state.scaled is False
+    np.testing.assert_array_equal(explorer.state.row_weights, expected.row_weights)
+    assert "d_k = 256" in explorer.readout.value and "unscaled" in explorer.readout.value
+    assert explorer.png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert repr(explorer) == "<sqrt(d_k) explorer: run the notebook to interact>"
+
+
+def test_slider_and_toggle_recompute_and_redraw(explorer):
+    before = explorer.png
+    state = explorer.set(d_k=4096)
+    assert state.d_k == 4096 and state.row_max_weight > 0.99
+    assert explorer.png != before
+    assert "d_k = 4096" in explorer.readout.value  # the readout shows d_k itself, not an exponent
+    before = explorer.png
+    state = explorer.set(scaled=True)
+    assert state.scaled and 0.8 < state.score_std < 1.2 and state.row_max_weight < 0.25
+    assert explorer.png != before
+    assert f"{state.row_entropy:.3f}" in explorer.table.value
+
+
+@pytest.mark.parametrize("d_k", [1, 4096])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_extreme_widths_do_not_raise(explorer, d_k, scaled):
+    state = explorer.set(d_k=d_k, scaled=scaled)
+    assert state.d_k == d_k and np.all(np.isfinite(state.row_weights))
+    assert explorer.png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_static_figure_and_board_style():
+    import matplotlib.pyplot as plt
+
+    explorer = sqrt_dk.sqrt_dk_explorer(1024, True, style="board")
+    fig = explorer.draw_static()
+    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel() == "score"
+    plt.close(fig)
+    explorer.close()
+
+
+def test_factory_checks_d_k():
+    with pytest.raises(ValueError, match="d_k must be one of"):
+        sqrt_dk.sqrt_dk_explorer(100)
+
+
+def test_registered_for_the_benchmark():
+    from attention_lib.widgets import available_explorers
+
+    spec = available_explorers()["sqrt_dk"]
+    assert spec.update is sqrt_dk.update and spec.changes

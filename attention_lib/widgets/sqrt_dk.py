@@ -7,7 +7,7 @@ entropy, the largest weight and the norm of the softmax Jacobian (how much a
 nudge of the scores still moves the weights, i.e. how much gradient flows).
 
 :func:`update` is pure (NumPy only); drawing and the widget shell live in
-the functions below it and import matplotlib / ipywidgets lazily.
+the functions below it (matplotlib through :mod:`attention_lib.plots`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import numpy as np
 
 from ..attention import masked_softmax
 from ..variance import random_scores, softmax_entropy, softmax_jacobian_norm
+from ._shell import Explorer, ExplorerSpec, html_table
+
+__all__ = ["D_K_CHOICES", "EXPLORER", "SqrtDkState", "draw", "sqrt_dk_explorer", "table", "update"]
 
 #: The slider's stops: powers of two from 1 to 4096.
 D_K_CHOICES = tuple(2**i for i in range(13))
@@ -99,3 +102,169 @@ def update(d_k, scaled=True, *, n_queries=N_QUERIES, n_keys=N_KEYS, row=0, seed=
         jacobian_norm=float(jacobian.mean()),
         uniform_entropy=float(np.log(scores.shape[-1])),
     )
+
+
+#: Figure size of the live explorer and of its static first-state figure (inches).
+FIGSIZE = (9.0, 3.6)
+
+
+def _mode(scaled):
+    return "scaled by 1/√d_k" if scaled else "unscaled"
+
+
+def _histogram_bins(state):
+    """Fixed-width bins around 0 that hold the scores; at least -4 ... 4 so N(0, 1) looks alike."""
+    limit = max(4.0, float(np.ceil(4.5 * state.score_std)))
+    return np.linspace(-limit, limit, 41)
+
+
+def _row_bars(ax, weights, uniform):
+    """The weights of one query over all its keys as thin bars (too many keys to label each).
+
+    Private until :func:`attention_lib.plots.weight_bars` can skip its per-bar labels.
+    """
+    import matplotlib as mpl
+
+    n = weights.size
+    colors = mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0.0, 1.0))
+    # One LineCollection instead of n bar patches: the same picture, a fraction of the drawing.
+    bars = ax.vlines(np.arange(n), 0.0, weights, colors=colors, linewidth=max(1.0, 240.0 / n))
+    ax.axhline(uniform, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}")
+    ax.set_xlim(-1, n)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("key")
+    ax.set_ylabel("weight")
+    ax.legend(loc="upper right")
+    return bars
+
+
+def draw(fig, state):
+    """Histogram of all scores (left) and the weights of one query row (right).
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.sqrt_dk import draw, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> hist_ax, row_ax = draw(fig, update(64, scaled=False))
+    >>> hist_ax.get_xlabel(), row_ax.get_ylabel()
+    ('score', 'weight')
+    """
+    from .. import plots
+
+    # Fixed margins instead of constrained layout: the layout pass would cost more than the
+    # whole rest of a redraw, and these two panels do not change size.
+    fig.set_layout_engine("none")
+    hist_ax, row_ax = fig.subplots(
+        1, 2, gridspec_kw={"width_ratios": [1.0, 1.25], "left": 0.085, "right": 0.98,
+                           "bottom": 0.15, "top": 0.88, "wspace": 0.22},
+    )
+    plots.score_histogram(
+        state.scores,
+        ax=hist_ax,
+        bins=_histogram_bins(state),
+        title=f"d_k = {state.d_k}, {_mode(state.scaled)}: std {state.score_std:.2f}",
+    )
+    # The target of the scale, for comparison: the density of N(0, 1).
+    grid = np.linspace(-4.0, 4.0, 161)
+    hist_ax.plot(grid, np.exp(-0.5 * grid**2) / np.sqrt(2 * np.pi), "--", color="#D55E00",
+                 linewidth=1.5, label="N(0, 1)")
+    hist_ax.legend(loc="upper right")
+    _row_bars(row_ax, state.row_weights, 1.0 / state.row_weights.size)
+    row_ax.set_title(
+        f"query {state.row}: max {state.row_max_weight:.2f}, entropy {state.row_entropy:.2f}, "
+        f"‖J‖ {state.row_jacobian_norm:.3f}"
+    )
+    return hist_ax, row_ax
+
+
+def table(state):
+    """The numbers the explorer shows, as an accessible HTML table.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.sqrt_dk import table, update
+    >>> "<caption>" in table(update(16))
+    True
+    """
+    rows = [
+        ["score mean", state.score_mean, "—"],
+        ["score standard deviation", state.score_std, "—"],
+        ["entropy (nats)", state.row_entropy, state.entropy],
+        ["largest weight", state.row_max_weight, state.max_weight],
+        ["softmax Jacobian norm ‖J‖", state.row_jacobian_norm, state.jacobian_norm],
+        ["entropy of uniform weights", state.uniform_entropy, state.uniform_entropy],
+    ]
+    caption = (
+        f"d_k = {state.d_k}, {_mode(state.scaled)}, {state.scores.shape[0]} queries x "
+        f"{state.scores.shape[1]} keys"
+    )
+    return html_table(rows, ["quantity", f"query {state.row}", "average over queries"],
+                      caption=caption)
+
+
+def _readout(values, state):
+    return (
+        f"<b>d_k = {state.d_k}</b>, {_mode(state.scaled)} · score std {state.score_std:.2f} · "
+        f"query {state.row}: max weight <b>{state.row_max_weight:.2f}</b>, entropy "
+        f"{state.row_entropy:.2f} of {state.uniform_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}"
+    )
+
+
+def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
+    """The live explorer: a log-step ``d_k`` slider (main control) and a scale toggle.
+
+    Parameters
+    ----------
+    d_k : int, default 256
+        Starting width, one of :data:`D_K_CHOICES`.
+    scaled : bool, default False
+        Start with or without the 1/sqrt(d_k) scale.
+    style : {"default", "board"}
+
+    Returns
+    -------
+    attention_lib.widgets.Explorer
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.sqrt_dk import sqrt_dk_explorer
+    >>> explorer = sqrt_dk_explorer()
+    >>> explorer
+    <sqrt(d_k) explorer: run the notebook to interact>
+    >>> explorer.set(d_k=4096, scaled=True).score_std < 1.2
+    True
+    """
+    import ipywidgets as widgets
+
+    if d_k not in D_K_CHOICES:
+        raise ValueError(f"d_k must be one of {D_K_CHOICES} (powers of two); got {d_k!r}.")
+    controls = {
+        "d_k": widgets.SelectionSlider(
+            options=[(str(d), d) for d in D_K_CHOICES],
+            value=d_k,
+            description="d_k",
+            continuous_update=False,
+            readout=True,
+            layout=widgets.Layout(width="360px"),
+        ),
+        "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k",
+                                   indent=False),
+    }
+    return Explorer("sqrt(d_k)", controls, update, draw, table, _readout, figsize=FIGSIZE,
+                    style=style)
+
+
+EXPLORER = ExplorerSpec(
+    name="sqrt_dk",
+    factory=sqrt_dk_explorer,
+    update=update,
+    draw=draw,
+    figsize=FIGSIZE,
+    changes=(
+        *({"d_k": d} for d in D_K_CHOICES),
+        {"scaled": True},
+        *({"d_k": d} for d in reversed(D_K_CHOICES)),
+        {"scaled": False},
+    ),
+)
