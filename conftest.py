@@ -1,5 +1,9 @@
 """Doctest namespace: every docstring example can use ``np`` and the public API."""
 
+import matplotlib
+
+matplotlib.use("Agg")  # tests and doctests never open windows; set before pyplot is imported
+
 import numpy as np
 import pytest
 

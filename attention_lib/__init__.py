@@ -6,7 +6,16 @@ One idea per module:
 * :mod:`attention_lib.masks` - causal and padding masks (19.2)
 * :mod:`attention_lib.variance` - why divide by sqrt(d_k) (19.2)
 * :mod:`attention_lib.gradcheck` - finite-difference gradient checks
+* :mod:`attention_lib.plots` - every figure of the series, one style, a board style
+* :mod:`attention_lib.widgets` - the interactive explorers (one module each) and their shell
+* :mod:`attention_lib.pitfalls` - deliberately WRONG variants, each documented as wrong
+  (import them as ``from attention_lib import pitfalls``; never re-exported here)
+
+``plots``, ``widgets`` and ``pitfalls`` load on first use, so ``import attention_lib``
+stays light (no matplotlib or ipywidgets until a notebook draws).
 """
+
+import importlib
 
 from .attention import (
     AttentionCache,
@@ -33,6 +42,16 @@ from .variance import (
     softmax_jacobian_norm,
 )
 
+_LAZY_SUBMODULES = ("pitfalls", "plots", "widgets")
+
+
+def __getattr__(name):
+    # PEP 562: ``attention_lib.plots`` imports the submodule on first access.
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AttentionCache",
     "GradCheckReport",
@@ -48,6 +67,7 @@ __all__ = [
     "masked_softmax",
     "numerical_gradient",
     "padding_mask",
+    "plots",
     "random_scores",
     "relative_error",
     "saturation_stats",
@@ -56,4 +76,5 @@ __all__ = [
     "softmax_jacobian_norm",
     "valid_from_lengths",
     "validate_mask",
+    "widgets",
 ]

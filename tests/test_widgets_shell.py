@@ -1,0 +1,155 @@
+"""The explorer shell: classes, redraw on change, PNG bytes, static figure, stable repr."""
+
+import io
+
+import ipywidgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
+
+from attention_lib import plots
+from attention_lib.widgets import (
+    LIVE_DPI,
+    Explorer,
+    ExplorerSpec,
+    available_explorers,
+    html_table,
+    render_png,
+)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _update(angle, scale=1.0):
+    return {"angle": angle, "point": scale * np.array([np.cos(angle), np.sin(angle)])}
+
+
+def _draw(fig, state):
+    ax = fig.subplots()
+    plots.arrows_2d(ax, [[1.0, 0.0]], query=state["point"], limit=2.5)
+
+
+def _explorer(**kwargs):
+    controls = {
+        "angle": ipywidgets.FloatSlider(0.0, min=-3.0, max=3.0, continuous_update=False),
+        "scale": ipywidgets.FloatSlider(1.0, min=0.0, max=2.0, continuous_update=False),
+    }
+    return Explorer(
+        "toy",
+        controls,
+        _update,
+        _draw,
+        table=lambda s: html_table([["x", s["point"][0]], ["y", s["point"][1]]], ["", "value"]),
+        readout=lambda values, s: f"angle = {values['angle']:.2f}",
+        figsize=(3.0, 2.5),
+        **kwargs,
+    )
+
+
+def test_layout_and_css_classes():
+    explorer = _explorer()
+    assert "attn-explorer" in explorer.widget._dom_classes
+    assert explorer.main_control is explorer.controls["angle"]
+    assert "attn-main-control" in explorer.main_control._dom_classes
+    assert "attn-readout" in explorer.readout._dom_classes
+    assert isinstance(explorer.figure, ipywidgets.Image)
+    assert "attn-figure" in explorer.figure._dom_classes
+    # Controls row, readout, figure, collapsible numbers: no Output widget anywhere.
+    row, readout, figure, numbers = explorer.widget.children
+    assert list(row.children) == list(explorer.controls.values())
+    assert readout is explorer.readout and figure is explorer.figure
+    assert isinstance(numbers, ipywidgets.Accordion) and numbers.selected_index is None
+    assert numbers.children[0] is explorer.table
+
+
+def test_changing_a_control_recomputes_and_redraws():
+    explorer = _explorer()
+    first_png, first_state = explorer.png, explorer.state
+    np.testing.assert_allclose(first_state["point"], [1.0, 0.0])
+    explorer.controls["angle"].value = 1.5  # observers fire synchronously, as in a kernel
+    np.testing.assert_allclose(explorer.state["point"], [np.cos(1.5), np.sin(1.5)])
+    assert explorer.png != first_png
+    assert explorer.readout.value == "angle = 1.50"
+    assert f"{np.sin(1.5):.3f}" in explorer.table.value
+    assert explorer.first_state is first_state
+
+    state = explorer.set(scale=2.0)
+    np.testing.assert_allclose(state["point"], 2 * np.array([np.cos(1.5), np.sin(1.5)]))
+    with pytest.raises(KeyError, match="unknown control"):
+        explorer.set(colour=1)
+
+
+def test_png_is_a_png_of_the_figure_size_at_live_dpi_and_the_figure_is_reused():
+    pyplot_figures = set(plt.get_fignums())
+    explorer = _explorer()
+    fig = explorer._fig
+    for angle in (0.5, 1.0, -2.0):
+        explorer.set(angle=angle)
+    assert explorer._fig is fig
+    assert set(plt.get_fignums()) == pyplot_figures  # never a pyplot figure per change
+    image = Image.open(io.BytesIO(explorer.png))
+    assert image.format == "PNG"
+    assert image.size == (round(3.0 * LIVE_DPI), round(2.5 * LIVE_DPI))
+    assert len(fig.axes) == 1  # cleared before each draw, not stacked
+
+
+def test_sliders_must_not_update_continuously():
+    with pytest.raises(ValueError, match="continuous_update=False"):
+        Explorer(
+            "bad",
+            {"x": ipywidgets.FloatSlider()},
+            lambda x: x,
+            lambda fig, s: None,
+            lambda s: "",
+            lambda v, s: "",
+        )
+    with pytest.raises(ValueError, match="at least one control"):
+        Explorer("bad", {}, lambda: 0, lambda fig, s: None, lambda s: "", lambda v, s: "")
+
+
+def test_repr_is_short_and_stable_and_the_bundle_carries_the_widget():
+    explorer = _explorer()
+    explorer.set(angle=2.0)
+    assert repr(explorer) == "<toy explorer: run the notebook to interact>"
+    bundle = explorer._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(explorer)
+    view = bundle["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == explorer.widget.model_id
+
+
+def test_draw_static_draws_the_first_state_as_a_pyplot_figure():
+    explorer = _explorer()
+    explorer.set(angle=1.0)
+    fig = explorer.draw_static()
+    assert fig.number in plt.get_fignums()
+    assert fig.get_size_inches().tolist() == [3.0, 2.5]
+    # the query arrow of the first state points along +x
+    query_arrow = fig.axes[0].patches[-1]
+    assert query_arrow.get_xy()[:, 0].max() == pytest.approx(1.0, abs=0.05)
+    board = explorer.draw_static(style="board")
+    assert plots.figure_style(board) == "board"
+
+
+def test_board_style_explorer_renders_larger_text():
+    explorer = _explorer(style="board")
+    assert plots.figure_style(explorer._fig) == "board"
+    assert explorer._fig.axes[0].xaxis.label.get_fontsize() == plots.STYLES["board"]["label"]
+
+
+def test_render_png_encodes_fast_settings_and_html_table_escapes():
+    fig, _ax = plots.new_figure(pyplot=False, figsize=(2, 1), dpi=40)
+    png = render_png(fig)
+    assert Image.open(io.BytesIO(png)).size == (80, 40)
+    table = html_table([["<k>", 0.12345]], ["key", "weight"], caption="c", decimals=2)
+    assert "&lt;k&gt;" in table and "<td>0.12</td>" in table and "<caption>c</caption>" in table
+
+
+def test_registry_lists_explorer_specs():
+    specs = available_explorers()
+    assert isinstance(specs, dict)
+    assert all(isinstance(s, ExplorerSpec) and s.name == name for name, s in specs.items())
