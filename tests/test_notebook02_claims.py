@@ -107,3 +107,25 @@ def test_claim4_the_scale_is_fixed_by_the_width_not_the_data():
             Q, K, V = (loc + rng.standard_normal((3, d)) for _ in range(3))
             scales.add(attention_forward(Q, K, V, return_cache=True)[1].scale)
         assert scales == {1.0 / np.sqrt(d)}
+
+
+def test_pitfall_sqrt_d_model_makes_scores_sqrt_h_too_small_and_weights_flatter():
+    from attention_lib import attention_scores, pitfalls
+
+    d_model, heads, T = 512, 8, 32
+    d_k = d_model // heads
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((heads, T, d_k)) for _ in range(3))
+    _, right = attention_forward(Q, K, V, return_cache=True)
+    _, wrong_weights = pitfalls.scale_by_sqrt_d_model(Q, K, V, d_model, return_weights=True)
+    right_scores = attention_scores(Q, K)
+    wrong_scores = attention_scores(Q, K, scaled=False) / np.sqrt(d_model)
+    np.testing.assert_allclose(right_scores / wrong_scores, np.sqrt(heads), rtol=1e-12)
+    # the pitfall's weights are the softmax of exactly those too-small scores
+    np.testing.assert_allclose(wrong_weights, masked_softmax(wrong_scores), rtol=1e-12)
+    assert abs(wrong_scores.var() * heads - right_scores.var()) < 1e-9
+    assert softmax_entropy(wrong_weights).mean() > softmax_entropy(right.weights).mean()
+    assert wrong_weights.max(axis=-1).mean() < right.weights.max(axis=-1).mean()
+    # with one head the bug is invisible
+    _, one_head = pitfalls.scale_by_sqrt_d_model(Q, K, V, d_k, return_weights=True)
+    np.testing.assert_allclose(one_head, right.weights, rtol=1e-12)

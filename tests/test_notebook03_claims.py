@@ -120,3 +120,52 @@ def test_pitfall_pytorch_key_padding_mask_is_negated():
     key_padding_mask = np.array([[False, False, True]])  # PyTorch: True = ignore this key
     ours = padding_mask(~key_padding_mask)
     np.testing.assert_array_equal(ours, [[[True, True, False]]])
+
+
+def test_pitfall_large_negative_fill_uniform_on_empty_rows_and_nan_in_float16():
+    from attention_lib import pitfalls
+
+    Q, K, _ = qkv(2, T=4)
+    mask = combine_masks(causal_mask(4), padding_mask(valid_from_lengths(np.array([4, 0]), 4)))
+    scores = attention_scores(Q, K)
+    filled = pitfalls.large_negative_fill(scores, mask)
+    np.testing.assert_allclose(filled[1], 0.25)  # the empty example reads every key equally
+    np.testing.assert_allclose(filled[0], masked_softmax(scores, mask)[0], atol=1e-12)
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isneginf(np.float16(-1e9))
+        half = pitfalls.large_negative_fill(scores.astype(np.float16), mask)
+    assert np.isnan(half[1]).all()
+    with pytest.raises(TypeError, match="float16"):
+        masked_softmax(scores.astype(np.float16), mask)
+
+
+def test_pitfall_triu_reads_the_future():
+    from attention_lib import pitfalls
+
+    Q, K, V = qkv(T=6)
+    wrong = pitfalls.causal_mask_triu(6)
+    np.testing.assert_array_equal(~causal_mask(6), np.triu(np.ones((6, 6), dtype=bool), k=1))
+    K2 = K.copy()
+    K2[-1] += 100.0
+    before = attention_forward(Q, K, V, mask=wrong)
+    after = attention_forward(Q, K2, V, mask=wrong)
+    assert not np.allclose(after[0], before[0])
+
+
+def test_pitfall_mask_after_softmax_breaks_row_sums():
+    from attention_lib import pitfalls
+
+    Q, K, _ = qkv(2, T=5)
+    both = combine_masks(causal_mask(5), padding_mask(valid_from_lengths(np.array([5, 2]), 5)))
+    after = pitfalls.mask_after_softmax(attention_scores(Q, K), both)
+    assert np.all(after[~both] == 0.0)
+    assert after.sum(axis=-1).min() < 0.9 and np.all(after.sum(axis=-1) <= 1.0 + 1e-12)
+
+
+def test_padding_queries_still_read_real_keys():
+    """The notebook's predict-then-reveal: padding masks keys, not queries."""
+    Q, K, V = qkv(2, T=5)
+    _, cache = attention_forward(
+        Q, K, V, mask=padding_mask(valid_from_lengths(np.array([5, 3]), 5)), return_cache=True
+    )
+    np.testing.assert_allclose(cache.weights[1, 3:].sum(axis=-1), 1.0)
