@@ -275,8 +275,8 @@ class CellGrid(widgets.GridBox):
         length = int(length)
         value = self.value if value is None else value
         kept = tuple(sorted((int(q), int(k)) for q, k in value if q < length and k < length))
-        for button in self.buttons.values():
-            button.close()
+        for child in self.children:  # the old buttons and labels
+            child.close()
         self.buttons = {}
         children = [widgets.Label("")] + [
             widgets.Label(f"k{k}", layout=widgets.Layout(justify_content="center"))
@@ -331,8 +331,8 @@ class CellGrid(widgets.GridBox):
             self._syncing = False
 
     def close(self):
-        for button in self.buttons.values():
-            button.close()
+        for child in self.children:
+            child.close()
         super().close()
 
 
