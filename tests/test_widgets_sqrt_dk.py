@@ -94,9 +94,36 @@ def test_static_figure_and_board_style():
 
     explorer = sqrt_dk.sqrt_dk_explorer(1024, True, style="board")
     fig = explorer.draw_static()
-    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel() == "score"
+    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel() == "|score| (log scale)"
     plt.close(fig)
     explorer.close()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [((4, False), (1024, False)), ((4096, False), (1, True))]
+)
+def test_refresh_moves_the_artists_to_what_draw_would_show(first, second):
+    """draw(A) then refresh(B) renders the same pixels as draw(B): blitting is safe."""
+    from attention_lib import plots
+    from attention_lib.widgets import render_png
+
+    pngs = []
+    for states in ([first, second], [second]):
+        fig, _ = plots.new_figure(0, figsize=sqrt_dk.FIGSIZE, pyplot=False, dpi=50)
+        sqrt_dk.draw(fig, sqrt_dk.update(*states[0]))
+        for state in states[1:]:
+            moved = sqrt_dk.refresh(fig, sqrt_dk.update(*state))
+            assert len(moved) == len(sqrt_dk.MAGNITUDE_BINS) - 1 + 4  # bars, std, row, titles
+        pngs.append(render_png(fig))
+    assert pngs[0] == pngs[1]
+
+
+def test_histogram_counts_every_score():
+    state = sqrt_dk.update(4096, False)
+    assert sqrt_dk._magnitude_counts(state.scores).sum() == state.scores.size
+    reference = sqrt_dk._normal_reference_counts(state.scores.size)
+    assert reference.sum() == pytest.approx(state.scores.size, rel=1e-3)
+    assert reference.max() < sqrt_dk._HIST_PEAK * state.scores.size
 
 
 def test_factory_checks_d_k():

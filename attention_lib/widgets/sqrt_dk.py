@@ -20,7 +20,16 @@ from ..attention import masked_softmax
 from ..variance import random_scores, softmax_entropy, softmax_jacobian_norm
 from ._shell import Explorer, ExplorerSpec, html_table
 
-__all__ = ["D_K_CHOICES", "EXPLORER", "SqrtDkState", "draw", "sqrt_dk_explorer", "table", "update"]
+__all__ = [
+    "D_K_CHOICES",
+    "EXPLORER",
+    "SqrtDkState",
+    "draw",
+    "refresh",
+    "sqrt_dk_explorer",
+    "table",
+    "update",
+]
 
 #: The slider's stops: powers of two from 1 to 4096.
 D_K_CHOICES = tuple(2**i for i in range(13))
@@ -112,24 +121,53 @@ def _mode(scaled):
     return "scaled by 1/√d_k" if scaled else "unscaled"
 
 
-def _histogram_bins(state):
-    """Fixed-width bins around 0 that hold the scores; at least -4 ... 4 so N(0, 1) looks alike."""
-    limit = max(4.0, float(np.ceil(4.5 * state.score_std)))
-    return np.linspace(-limit, limit, 41)
+#: Log-spaced bins for |score|, 10 per decade from 1e-3 to 1e3: wide enough for d_k = 4096
+#: unscaled (std 64) and fixed, so the axes never change and only the bars move.
+MAGNITUDE_BINS = np.logspace(-3.0, 3.0, 61)
+_HIST_PEAK = 0.16  # on log bins |N(0, s^2)| puts at most ~11 % of the scores in one bin
 
 
-def _row_bars(ax, weights, uniform):
+def _magnitude_counts(scores):
+    """How many |scores| fall in each of :data:`MAGNITUDE_BINS` (clipped into the end bins)."""
+    magnitudes = np.clip(np.abs(scores).ravel(), MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
+    return np.histogram(magnitudes, bins=MAGNITUDE_BINS)[0]
+
+
+def _normal_reference_counts(n):
+    """Expected counts per bin for |z| with z ~ N(0, 1): where the scale puts the scores."""
+    from math import erf, sqrt
+
+    cdf = np.array([erf(b / sqrt(2.0)) for b in MAGNITUDE_BINS])  # P(|z| <= b)
+    return n * np.diff(cdf)
+
+
+def _titles(state):
+    hist = f"d_k = {state.d_k}, {_mode(state.scaled)}: score std {state.score_std:.2f}"
+    row = (f"query {state.row}: max {state.row_max_weight:.2f}, entropy "
+           f"{state.row_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}")
+    return hist, row
+
+
+def _row_segments(weights):
+    return [((i, 0.0), (i, w)) for i, w in enumerate(weights)]
+
+
+def _row_colors(weights):
+    import matplotlib as mpl
+
+    return mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0.0, 1.0))
+
+
+def _row_bars(ax, weights):
     """The weights of one query over all its keys as thin bars (too many keys to label each).
 
     Private until :func:`attention_lib.plots.weight_bars` can skip its per-bar labels.
+    One LineCollection instead of n bar patches: the same picture, less to draw.
     """
-    import matplotlib as mpl
-
     n = weights.size
-    colors = mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0.0, 1.0))
-    # One LineCollection instead of n bar patches: the same picture, a fraction of the drawing.
-    bars = ax.vlines(np.arange(n), 0.0, weights, colors=colors, linewidth=max(1.0, 240.0 / n))
-    ax.axhline(uniform, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}")
+    bars = ax.vlines(np.arange(n), 0.0, weights, colors=_row_colors(weights),
+                     linewidth=max(1.0, 240.0 / n), gid="row-weights")
+    ax.axhline(1.0 / n, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}")
     ax.set_xlim(-1, n)
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("key")
@@ -139,7 +177,12 @@ def _row_bars(ax, weights, uniform):
 
 
 def draw(fig, state):
-    """Histogram of all scores (left) and the weights of one query row (right).
+    """Histogram of the scores' sizes |q . k| on a log axis (left), one query's weights (right).
+
+    On a log axis, multiplying every score by a factor shifts the histogram
+    sideways without changing its shape: unscaled, it slides right by
+    sqrt(2) per doubling of ``d_k``; scaled, it stays on the dashed
+    reference (where ``|z|`` of a standard normal ``z`` lies).
 
     Examples
     --------
@@ -147,8 +190,8 @@ def draw(fig, state):
     >>> from attention_lib.widgets.sqrt_dk import draw, update
     >>> fig, _ = plots.new_figure(0, pyplot=False)
     >>> hist_ax, row_ax = draw(fig, update(64, scaled=False))
-    >>> hist_ax.get_xlabel(), row_ax.get_ylabel()
-    ('score', 'weight')
+    >>> hist_ax.get_xscale(), hist_ax.get_xlabel(), row_ax.get_ylabel()
+    ('log', '|score| (log scale)', 'weight')
     """
     from .. import plots
 
@@ -159,23 +202,57 @@ def draw(fig, state):
         1, 2, gridspec_kw={"width_ratios": [1.0, 1.25], "left": 0.085, "right": 0.98,
                            "bottom": 0.15, "top": 0.88, "wspace": 0.22},
     )
-    plots.score_histogram(
-        state.scores,
-        ax=hist_ax,
-        bins=_histogram_bins(state),
-        title=f"d_k = {state.d_k}, {_mode(state.scaled)}: std {state.score_std:.2f}",
+    hist_title, row_title = _titles(state)
+    n = state.scores.size
+    bars = plots.score_histogram(
+        np.clip(np.abs(state.scores), MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1]),
+        ax=hist_ax, bins=MAGNITUDE_BINS, density=False, title=hist_title,
+        xlabel="|score| (log scale)",
     )
-    # The target of the scale, for comparison: the density of N(0, 1).
-    grid = np.linspace(-4.0, 4.0, 161)
-    hist_ax.plot(grid, np.exp(-0.5 * grid**2) / np.sqrt(2 * np.pi), "--", color="#D55E00",
-                 linewidth=1.5, label="N(0, 1)")
-    hist_ax.legend(loc="upper right")
-    _row_bars(row_ax, state.row_weights, 1.0 / state.row_weights.size)
-    row_ax.set_title(
-        f"query {state.row}: max {state.row_max_weight:.2f}, entropy {state.row_entropy:.2f}, "
-        f"‖J‖ {state.row_jacobian_norm:.3f}"
-    )
+    for bar in bars:
+        bar.set_gid("magnitude-bar")
+    hist_ax.set_xscale("log")
+    hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
+    hist_ax.set_ylim(0.0, _HIST_PEAK * n)
+    hist_ax.stairs(_normal_reference_counts(n), MAGNITUDE_BINS, color="#D55E00",
+                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: where scaled scores sit")
+    hist_ax.axvline(state.score_std, color="black", linewidth=1.2, gid="score-std",
+                    label="score std")
+    hist_ax.legend(loc="upper left")
+    _row_bars(row_ax, state.row_weights)
+    row_ax.set_title(row_title)
     return hist_ax, row_ax
+
+
+def refresh(fig, state):
+    """Move what :func:`draw` made to show ``state``; the axes never change.
+
+    Returns the moving artists (histogram bars, std line, bars of the row,
+    both titles), the same ones every time, so the shell can blit them.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.sqrt_dk import draw, refresh, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> _ = draw(fig, update(4, scaled=False))
+    >>> moved = refresh(fig, update(4096, scaled=False))
+    >>> fig.axes[0].get_title()
+    'd_k = 4096, unscaled: score std 62.98'
+    """
+    hist_ax, row_ax = fig.axes[:2]
+    bars = [p for p in hist_ax.patches if p.get_gid() == "magnitude-bar"]
+    for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
+        bar.set_height(count)
+    (std_line,) = [a for a in hist_ax.lines if a.get_gid() == "score-std"]
+    std_line.set_xdata([state.score_std, state.score_std])
+    (row_bars,) = [c for c in row_ax.collections if c.get_gid() == "row-weights"]
+    row_bars.set_segments(_row_segments(state.row_weights))
+    row_bars.set_color(_row_colors(state.row_weights))
+    hist_title, row_title = _titles(state)
+    hist_ax.title.set_text(hist_title)
+    row_ax.title.set_text(row_title)
+    return [*bars, std_line, row_bars, hist_ax.title, row_ax.title]
 
 
 def table(state):
