@@ -28,9 +28,9 @@ import contextlib
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import FancyBboxPatch, PathPatch, Rectangle
+from matplotlib.path import Path
 
 __all__ = [
     "MASKED_COLOR",
@@ -40,10 +40,15 @@ __all__ = [
     "blend_plot",
     "board_style",
     "figure_style",
+    "format_weight",
     "kv_cards",
     "new_figure",
     "score_histogram",
     "series_style",
+    "update_arrows_2d",
+    "update_attention_heatmap",
+    "update_blend_plot",
+    "update_weight_bars",
     "variance_curve",
     "weight_bars",
 ]
@@ -306,6 +311,24 @@ def _labels(labels, n, name):
     return labels
 
 
+def format_weight(weight, decimals=2):
+    """A weight rounded for display, never showing a positive weight as zero.
+
+    Softmax gives every readable key a positive weight; rounding 0.0004 to
+    "0.00" would contradict that on screen, so it reads "<0.01" instead.
+
+    Examples
+    --------
+    >>> format_weight(0.25), format_weight(0.0004), format_weight(0.0)
+    ('0.25', '<0.01', '0.00')
+    """
+    weight = float(weight)
+    text = f"{weight:.{decimals}f}"
+    if 0.0 < weight < 0.5 * 10.0**-decimals:
+        return f"<{10.0**-decimals:.{decimals}f}"
+    return text
+
+
 def _text_color(rgba):
     """Black or white, whichever reads better on a cell of colour ``rgba``."""
     r, g, b = rgba[:3]
@@ -365,7 +388,7 @@ def attention_heatmap(
     >>> fig, ax = new_figure(pyplot=False)
     >>> weights = np.array([[1.0, 0.0], [0.25, 0.75]])
     >>> image = attention_heatmap(weights, ax=ax, mask=causal_mask(2), key_labels=["a", "b"])
-    >>> [t.get_text() for t in ax.texts]
+    >>> [t.get_text() for t in ax.texts if t.get_visible()]  # the masked cell has none
     ['1.00', '0.25', '0.75']
     >>> [t.get_text() for t in ax.get_xticklabels()]
     ['a', 'b']
@@ -377,18 +400,7 @@ def attention_heatmap(
             "Pick one example and head first, e.g. weights[0, 0]."
         )
     n_q, n_k = weights.shape
-    blocked = np.zeros(weights.shape, dtype=bool)
-    if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != np.bool_:
-            raise TypeError(f"mask must be boolean (True = may read); got dtype {mask.dtype}.")
-        try:
-            blocked = ~np.broadcast_to(mask, weights.shape)
-        except ValueError:
-            raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to weights of shape "
-                f"{weights.shape}."
-            ) from None
+    blocked = _blocked_cells(mask, weights.shape)
     query_labels = _labels(query_labels, n_q, "query_labels")
     key_labels = _labels(key_labels, n_k, "key_labels")
     style = figure_style(ax, style)
@@ -399,40 +411,43 @@ def attention_heatmap(
     shown = np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights))
     colormap = mpl.colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     image = ax.imshow(
-        shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
+        shown,
+        cmap=colormap,
+        vmin=vmin,
+        vmax=vmax,
+        aspect="auto",
+        interpolation="nearest",
+        gid="attention-weights",
     )
-    for i, j in zip(*np.nonzero(blocked), strict=True):
-        ax.add_patch(
-            Rectangle(
-                (j - 0.5, i - 0.5),
-                1,
-                1,
-                facecolor=MASKED_COLOR,
-                edgecolor="#6e6e6e",
-                hatch="//",
-                linewidth=0,
-                label="_masked",
-                gid="masked",
-            )
+    # All masked cells form ONE hatched patch, so an explorer can move the mask
+    # in place (update_attention_heatmap) and drawing stays cheap for large T.
+    ax.add_patch(
+        PathPatch(
+            _cells_path(blocked),
+            facecolor=MASKED_COLOR,
+            edgecolor="#6e6e6e",
+            hatch="//",
+            linewidth=0,
+            label="_masked",
+            gid="masked",
         )
+    )
     if annotate is None:
         annotate = max(n_q, n_k) <= 10
     if annotate:
-        norm = image.norm if isinstance(image.norm, Normalize) else Normalize()
+        # One text per cell (hidden where masked), so updates only change them.
         for i in range(n_q):
             for j in range(n_k):
-                if blocked[i, j] or not np.isfinite(weights[i, j]):
-                    continue
-                color = _text_color(colormap(norm(weights[i, j])))
                 ax.text(
                     j,
                     i,
-                    f"{weights[i, j]:.{decimals}f}",
+                    "",
                     ha="center",
                     va="center",
-                    color=color,
                     fontsize=spec["annotation"],
+                    gid="weight-annotation",
                 )
+        _annotate_cells(ax, image, weights, blocked, decimals)
     ax.set_xticks(range(n_k), key_labels if key_labels is not None else range(n_k))
     ax.set_yticks(range(n_q), query_labels if query_labels is not None else range(n_q))
     ax.set_xlabel("key")
@@ -450,10 +465,55 @@ def attention_heatmap(
     return image
 
 
+def _cells_path(blocked):
+    """One compound path of unit squares around the True cells of ``blocked``."""
+    rows, cols = np.nonzero(blocked)
+    if rows.size == 0:
+        return Path(np.zeros((1, 2)), [Path.MOVETO])
+    corners = np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5], [-0.5, -0.5]])
+    vertices = (np.stack([cols, rows], axis=-1)[:, None, :] + corners[None]).reshape(-1, 2)
+    codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], rows.size)
+    return Path(vertices, codes)
+
+
+def _annotate_cells(ax, image, weights, blocked, decimals):
+    texts = [t for t in ax.texts if t.get_gid() == "weight-annotation"]
+    if not texts:
+        return []
+    if len(texts) != weights.size:
+        raise ValueError(
+            f"ax holds {len(texts)} annotations; got weights of shape {weights.shape}."
+        )
+    colormap, norm = image.get_cmap(), image.norm
+    for text, value, hidden in zip(texts, weights.ravel(), blocked.ravel(), strict=True):
+        visible = not hidden and bool(np.isfinite(value))
+        text.set_visible(visible)
+        if visible:
+            text.set_text(format_weight(value, decimals))
+            text.set_color(_text_color(colormap(norm(value))))
+    return texts
+
+
+def _blocked_cells(mask, shape):
+    """Boolean array of the cells a mask blocks (``~mask``), or all False without a mask."""
+    if mask is None:
+        return np.zeros(shape, dtype=bool)
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean (True = may read); got dtype {mask.dtype}.")
+    try:
+        return ~np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {mask.shape} does not broadcast to weights of shape {shape}."
+        ) from None
+
+
 def _style_labels(ax, spec):
     ax.xaxis.label.set_fontsize(spec["label"])
     ax.yaxis.label.set_fontsize(spec["label"])
     ax.title.set_fontsize(spec["title"])
+    ax.title.set_fontweight("bold")
 
 
 def _vector_text(vector, decimals):
@@ -564,7 +624,7 @@ def kv_cards(
         return patch
 
     if query is not None:
-        card(0, "#fdf0e8", _QUERY_COLOR, "query", [("q", query, _QUERY_COLOR)])
+        card(0, "#fdf0e8", _QUERY_COLOR, "query", [("q", query, "#9a3a00")])
         slot = 1
     cards = []
     for i in range(n):
@@ -578,13 +638,13 @@ def kv_cards(
             ax.text(
                 x + 0.5,
                 -0.45,
-                f"weight {weights[i]:.2f}",
+                f"weight {format_weight(weights[i])}",
                 ha="center",
                 va="center",
                 fontsize=font,
             )
     if output is not None:
-        card(1.2 * (slot + n), "#f7eaf2", _OUTPUT_COLOR, "output", [("o", output, _OUTPUT_COLOR)])
+        card(1.2 * (slot + n), "#f7eaf2", _OUTPUT_COLOR, "output", [("o", output, "#7d3160")])
     if title is not None:
         ax.set_title(title, fontsize=spec["title"], fontweight="bold")
     return cards
@@ -733,6 +793,17 @@ def variance_curve(
     return lines
 
 
+def _bar_colors(weights):
+    return mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0, 1))
+
+
+def _bar_text(weights, scores, i, decimals):
+    text = format_weight(weights[i], decimals)
+    if scores is not None:
+        text += f"\nscore {np.ravel(scores)[i]:.{decimals}f}"
+    return text
+
+
 def weight_bars(
     weights,
     ax=None,
@@ -776,15 +847,24 @@ def weight_bars(
     spec = STYLES[style]
     ax = _get_ax(ax, style)
     _style_axes(ax, style)
-    colors = mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0, 1))
     bars = ax.bar(
-        range(n), weights, color=colors, edgecolor="black", linewidth=spec["rc"]["axes.linewidth"]
+        range(n),
+        weights,
+        color=_bar_colors(weights),
+        edgecolor="black",
+        linewidth=spec["rc"]["axes.linewidth"],
+        gid="weight-bars",
     )
     for i, w in enumerate(weights):
-        text = f"{w:.{decimals}f}"
-        if scores is not None:
-            text += f"\nscore {np.ravel(scores)[i]:.{decimals}f}"
-        ax.text(i, w + 0.02, text, ha="center", va="bottom", fontsize=spec["annotation"])
+        ax.text(
+            i,
+            w + 0.02,
+            _bar_text(weights, scores, i, decimals),
+            ha="center",
+            va="bottom",
+            fontsize=spec["annotation"],
+            gid="weight-label",
+        )
     ax.set_xticks(range(n), labels)
     ax.set_ylim(0.0, 1.15)
     ax.set_xlabel("key")
@@ -866,22 +946,31 @@ def arrows_2d(
             weight="bold",
         )
     if query is not None:
-        q = np.ravel(query)
-        if np.hypot(*q) > 0:
-            arrows.append(
-                ax.arrow(
-                    0,
-                    0,
-                    q[0],
-                    q[1],
-                    width=1.4 * width,
-                    color=_QUERY_COLOR,
-                    length_includes_head=True,
-                    head_width=5 * width,
-                )
+        q = np.ravel(np.asarray(query, dtype=float))
+        # Always an arrow (empty when q = 0) plus a dot at its tip, so that
+        # update_arrows_2d can move both in place.
+        arrows.append(
+            ax.arrow(
+                0,
+                0,
+                q[0],
+                q[1],
+                width=1.4 * width,
+                color=_QUERY_COLOR,
+                length_includes_head=True,
+                head_width=5 * width,
+                gid="query-arrow",
+                visible=bool(np.hypot(*q) > 0),
             )
-        else:
-            arrows.extend(ax.plot([0], [0], "o", color=_QUERY_COLOR, markersize=spec["marker"]))
+        )
+        ax.plot(
+            [q[0]],
+            [q[1]],
+            "o",
+            color=_QUERY_COLOR,
+            markersize=spec["marker"] * 0.6,
+            gid="query-tip",
+        )
         ax.annotate(
             "q",
             q,
@@ -890,6 +979,7 @@ def arrows_2d(
             color=_QUERY_COLOR,
             fontsize=spec["annotation"] + 1,
             weight="bold",
+            gid="query-label",
         )
     ax.axhline(0, color="#dddddd", linewidth=0.8, zorder=0)
     ax.axvline(0, color="#dddddd", linewidth=0.8, zorder=0)
@@ -983,9 +1073,10 @@ def blend_plot(
         edgecolor="black",
         linewidth=0.6,
         zorder=2,
+        gid="values",
     )
     for i in range(n):
-        text = labels[i] if weights is None else f"{labels[i]} ({sizes[i]:.2f})"
+        text = labels[i] if weights is None else f"{labels[i]} ({format_weight(sizes[i])})"
         ax.annotate(
             text,
             values[i],
@@ -994,6 +1085,7 @@ def blend_plot(
             color=_VALUE_COLOR,
             fontsize=spec["annotation"] + 1,
             weight="bold",
+            gid="value-label",
         )
     (star,) = ax.plot(
         [output[0]],
@@ -1004,6 +1096,7 @@ def blend_plot(
         markeredgecolor="black",
         zorder=3,
         label="output",
+        gid="output",
     )
     if limit is None:
         limit = 1.25 * max(float(np.abs(np.vstack([values, output])).max()), 1e-9)
@@ -1037,3 +1130,123 @@ def _convex_hull(points):
             upper.pop()
         upper.append(p)
     return np.array(lower[:-1] + upper[:-1])
+
+
+# In-place updates: an explorer draws once with the helpers above, then moves
+# the same artists on every change (no new axes, ticks or layout: that is where
+# a redraw's time goes). Each helper tags its moving artists with a gid.
+
+
+def _tagged(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def update_attention_heatmap(ax, weights, mask=None, *, decimals=2):
+    """Show new ``weights`` (and a new ``mask``) in a heatmap drawn by :func:`attention_heatmap`.
+
+    Same shape as before; the colour scale, labels and title stay. Returns the
+    artists it changed (image, masked-cell patch, annotations), for blitting.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = attention_heatmap(np.full((2, 2), 0.5), ax=ax, colorbar=False)
+    >>> moved = update_attention_heatmap(ax, np.array([[1.0, 0.0], [0.3, 0.7]]),
+    ...                                  mask=causal_mask(2))
+    >>> [t.get_text() for t in ax.texts if t.get_visible()]
+    ['1.00', '0.30', '0.70']
+    """
+    weights = np.asarray(weights, dtype=float)
+    (image,) = _tagged(ax, "attention-weights")
+    if weights.shape != image.get_array().shape:
+        raise ValueError(
+            f"the heatmap shows shape {image.get_array().shape}; got weights of shape "
+            f"{weights.shape}. Draw a new heatmap for a new shape."
+        )
+    blocked = _blocked_cells(mask, weights.shape)
+    image.set_data(np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights)))
+    (patch,) = _tagged(ax, "masked")
+    patch.set_path(_cells_path(blocked))
+    return [image, patch, *_annotate_cells(ax, image, weights, blocked, decimals)]
+
+
+def update_arrows_2d(ax, query):
+    """Move the query arrow that :func:`arrows_2d` drew on ``ax`` to ``query``.
+
+    Returns the artists it moved (arrow, tip, label), for blitting.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = arrows_2d(ax, [[1.0, 0.0]], query=[0.5, 0.5], limit=2)
+    >>> moved = update_arrows_2d(ax, [0.0, 1.5])
+    >>> ax.texts[-1].xy
+    (0.0, 1.5)
+    """
+    q = np.ravel(np.asarray(query, dtype=float))
+    (arrow,) = _tagged(ax, "query-arrow")
+    arrow.set_data(dx=q[0], dy=q[1])
+    arrow.set_visible(bool(np.hypot(*q) > 0))  # q = 0: only the dot
+    (tip,) = _tagged(ax, "query-tip")
+    tip.set_data([q[0]], [q[1]])
+    (label,) = _tagged(ax, "query-label")
+    label.xy = (float(q[0]), float(q[1]))
+    return [arrow, tip, label]
+
+
+def update_weight_bars(ax, weights, scores=None, *, decimals=2):
+    """Set the bars (and their labels) that :func:`weight_bars` drew on ``ax``.
+
+    Returns the artists it changed (bars, then labels), for blitting.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = weight_bars([0.5, 0.5], ax=ax)
+    >>> moved = update_weight_bars(ax, [0.9, 0.1])
+    >>> [t.get_text() for t in ax.texts]
+    ['0.90', '0.10']
+    """
+    weights = np.ravel(np.asarray(weights, dtype=float))
+    bars = [p for p in ax.patches if p.get_gid() == "weight-bars"] or [
+        p for c in ax.containers if c.get_gid() == "weight-bars" for p in c
+    ]
+    texts = _tagged(ax, "weight-label")
+    if len(bars) != weights.size or len(texts) != weights.size:
+        raise ValueError(f"ax holds {len(bars)} weight bars; got {weights.size} weights.")
+    for i, (bar, text, color) in enumerate(zip(bars, texts, _bar_colors(weights), strict=True)):
+        bar.set_height(weights[i])
+        bar.set_facecolor(color)
+        text.set_y(weights[i] + 0.02)
+        text.set_text(_bar_text(weights, scores, i, decimals))
+    return [*bars, *texts]
+
+
+def update_blend_plot(ax, output, weights=None, labels=None):
+    """Move the output star and resize the values that :func:`blend_plot` drew on ``ax``.
+
+    Returns the artists it changed (values, labels, star), for blitting.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = blend_plot(ax, [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [0.3, 0.3],
+    ...                weights=[0.4, 0.3, 0.3])
+    >>> moved = update_blend_plot(ax, [0.0, 0.5], weights=[0.5, 0.0, 0.5])
+    >>> ax.lines[-1].get_xydata().tolist(), ax.texts[1].get_text()
+    ([[0.0, 0.5]], 'v1 (0.00)')
+    """
+    output = np.ravel(np.asarray(output, dtype=float))
+    (star,) = _tagged(ax, "output")
+    star.set_data([output[0]], [output[1]])
+    if weights is None:
+        return [star]
+    weights = np.ravel(np.asarray(weights, dtype=float))
+    (points,) = _tagged(ax, "values")
+    base = STYLES[figure_style(ax)]["marker"] ** 2
+    points.set_sizes(base * (1 + 12 * weights))
+    texts = _tagged(ax, "value-label")
+    labels = _labels(labels, len(texts), "labels") or [f"v{i}" for i in range(len(texts))]
+    for text, label, w in zip(texts, labels, weights, strict=True):
+        text.set_text(f"{label} ({format_weight(w)})")
+    return [points, *texts, star]

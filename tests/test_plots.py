@@ -6,7 +6,6 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from matplotlib.patches import Rectangle
 from PIL import Image
 
 from attention_lib import causal_mask, plots
@@ -35,9 +34,10 @@ def test_masked_cells_are_drawn_distinct_from_zero_weight_cells():
     fig, ax = plots.new_figure(pyplot=False, dpi=80)
     plots.attention_heatmap(weights, ax=ax, mask=mask, annotate=False, colorbar=False)
 
-    hatched = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() == "masked"]
-    assert len(hatched) == int((~mask).sum()) == 3
-    assert all(p.get_hatch() == "//" for p in hatched)
+    (hatched,) = [p for p in ax.patches if p.get_gid() == "masked"]
+    assert hatched.get_hatch() == "//"
+    squares = hatched.get_path().vertices.reshape(-1, 5, 2)[:, :4].mean(axis=1)  # cell centres
+    assert sorted(map(tuple, squares[:, ::-1].tolist())) == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
 
     # Rendered: the masked cell (0, 1) holds weight 0, yet it is grey/hatched,
     # not the colormap's colour for 0.
@@ -72,7 +72,8 @@ def test_heatmap_labels_annotations_and_colormap():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["the", "cat"]
     assert ax.get_title() == "weights"
-    assert sorted(t.get_text() for t in ax.texts) == ["0.12", "0.50", "0.50", "0.88"]
+    shown = sorted(t.get_text() for t in ax.texts if t.get_visible())
+    assert shown == ["0.12", "0.50", "0.50", "0.88"]
     assert image.get_cmap().name.startswith("viridis")
     assert image.get_clim() == (0.0, 1.0)
 
@@ -188,3 +189,58 @@ def test_arrows_and_blend_plot_draw_the_given_vectors():
     hull = right.patches[0].get_xy()
     assert len(hull) >= 3
     render_png(fig)
+
+
+def test_format_weight_never_shows_a_positive_weight_as_zero():
+    assert plots.format_weight(1e-300) == "<0.01"
+    assert plots.format_weight(0.004, 3) == "0.004"
+    assert plots.format_weight(0.0) == "0.00"
+    assert plots.format_weight(0.995) == "0.99" or plots.format_weight(0.995) == "1.00"
+
+
+def test_update_helpers_move_the_same_artists_in_place():
+    fig, (left, middle, right) = plots.new_figure(1, 3, pyplot=False)
+    plots.arrows_2d(left, [[1.0, 0.0]], query=[1.0, 1.0], limit=3)
+    plots.weight_bars([0.5, 0.5], ax=middle, scores=[0.0, 0.0])
+    plots.blend_plot(right, [[0, 0], [2, 0], [0, 2]], [1, 1], weights=[0.0, 0.5, 0.5])
+    children = [list(ax.get_children()) for ax in (left, middle, right)]
+
+    plots.update_arrows_2d(left, [0.0, 0.0])
+    plots.update_weight_bars(middle, [0.8, 0.2], scores=[1.0, -0.4])
+    plots.update_blend_plot(right, [0.4, 0.2], weights=[0.8, 0.1, 0.1])
+    assert [list(ax.get_children()) for ax in (left, middle, right)] == children
+
+    arrow = next(a for a in left.patches if a.get_gid() == "query-arrow")
+    assert not arrow.get_visible()  # a zero query is only a dot
+    assert [p.get_height() for p in middle.patches] == [0.8, 0.2]
+    assert [t.get_text() for t in middle.texts] == ["0.80\nscore 1.00", "0.20\nscore -0.40"]
+    np.testing.assert_allclose(right.lines[-1].get_xydata(), [[0.4, 0.2]])
+    assert right.texts[0].get_text() == "v0 (0.80)"
+    with pytest.raises(ValueError, match="2 weight bars"):
+        plots.update_weight_bars(middle, [0.2, 0.3, 0.5])
+    render_png(fig)
+
+
+def test_update_attention_heatmap_moves_weights_mask_and_annotations():
+    fig, ax = plots.new_figure(pyplot=False, dpi=80)
+    plots.attention_heatmap(np.full((3, 3), 1 / 3), ax=ax, colorbar=False)
+    children = list(ax.get_children())
+    weights = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    moved = plots.update_attention_heatmap(ax, weights, mask=causal_mask(3))
+    assert list(ax.get_children()) == children and len(moved) == 2 + 9
+    np.testing.assert_array_equal(ax.images[0].get_array().mask, ~causal_mask(3))
+    assert [t.get_text() for t in ax.texts if t.get_visible()] == [
+        "1.00",
+        "0.50",
+        "0.50",
+        "0.20",
+        "0.30",
+        "0.50",
+    ]
+    masked = _pixel(fig, ax, 2.25, 0.0).astype(float)
+    zero = np.array(mpl.colormaps["viridis"](0.0)[:3]) * 255
+    assert np.abs(masked - zero).max() > 60  # the newly masked cell is grey now
+    plots.update_attention_heatmap(ax, np.full((3, 3), 1 / 3))  # mask removed again
+    assert len(ax.patches[0].get_path().vertices) == 1
+    with pytest.raises(ValueError, match="Draw a new heatmap"):
+        plots.update_attention_heatmap(ax, np.zeros((2, 3)))

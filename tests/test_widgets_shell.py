@@ -153,3 +153,67 @@ def test_registry_lists_explorer_specs():
     specs = available_explorers()
     assert isinstance(specs, dict)
     assert all(isinstance(s, ExplorerSpec) and s.name == name for name, s in specs.items())
+
+
+def test_refresh_path_moves_artists_without_new_axes_or_layout():
+    calls = []
+
+    def refresh(fig, state):
+        calls.append(state["angle"])
+        plots.update_arrows_2d(fig.axes[0], state["point"])
+
+    controls = {"angle": ipywidgets.FloatSlider(0.0, min=-3, max=3, continuous_update=False)}
+    explorer = Explorer(
+        "moving",
+        controls,
+        _update,
+        _draw,
+        lambda s: "",
+        lambda v, s: "",
+        refresh=refresh,
+        figsize=(3.0, 2.5),
+    )
+    axes = list(explorer._fig.axes)
+    position = axes[0].get_position().bounds
+    first = explorer.png
+    explorer.set(angle=1.0)
+    assert calls == [0.0, 1.0]  # once to learn the moving artists, then per change
+    assert explorer._fig.axes == axes  # same axes: nothing was cleared
+    assert axes[0].get_position().bounds == position  # frozen layout
+    assert type(explorer._fig.get_layout_engine()).__name__ in (
+        "NoneType",
+        "PlaceHolderLayoutEngine",
+    )
+    assert explorer.png != first
+    assert explorer._background is None  # refresh returned nothing: full frozen redraw
+    # draw_static still draws from scratch, with its own layout.
+    fig = explorer.draw_static(state=explorer.state)
+    assert fig is not explorer._fig and len(fig.axes) == 1
+
+
+def test_blitted_png_matches_a_full_render_of_the_same_state():
+    def refresh(fig, state):
+        return plots.update_arrows_2d(fig.axes[0], state["point"])
+
+    controls = {"angle": ipywidgets.FloatSlider(0.0, min=-3, max=3, continuous_update=False)}
+    explorer = Explorer(
+        "blit",
+        controls,
+        _update,
+        _draw,
+        lambda s: "",
+        lambda v, s: "",
+        refresh=refresh,
+        figsize=(3.0, 2.5),
+    )
+    assert explorer._background is not None
+    for angle in (1.0, 2.5, -0.5):
+        explorer.set(angle=angle)
+    blitted = np.asarray(Image.open(io.BytesIO(explorer.png)).convert("RGB"), dtype=int)
+
+    fig, _ = plots.new_figure(0, figsize=(3.0, 2.5), pyplot=False, dpi=LIVE_DPI)
+    _draw(fig, explorer.state)
+    full = np.asarray(Image.open(io.BytesIO(render_png(fig))).convert("RGB"), dtype=int)
+    assert blitted.shape == full.shape
+    differing = np.any(np.abs(blitted - full) > 40, axis=-1).mean()
+    assert differing < 0.01  # the same picture (antialiasing aside)

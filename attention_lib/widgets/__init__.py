@@ -23,6 +23,7 @@ import importlib
 import pkgutil
 
 from ._shell import LIVE_DPI, Explorer, ExplorerSpec, html_table, render_png
+from .soft_lookup import soft_lookup_explorer
 
 __all__ = [
     "LIVE_DPI",
@@ -31,6 +32,7 @@ __all__ = [
     "available_explorers",
     "html_table",
     "render_png",
+    "soft_lookup_explorer",
 ]
 
 

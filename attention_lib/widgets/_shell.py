@@ -79,6 +79,11 @@ def render_png(fig, *, compress_level=1):
 
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
+    return _encode(canvas, compress_level)
+
+
+def _encode(canvas, compress_level=1):
+    """PNG bytes of what the Agg canvas currently holds (no drawing)."""
     rgba = np.asarray(canvas.buffer_rgba())
     buffer = io.BytesIO()
     PILImage.fromarray(rgba, mode="RGBA").save(buffer, format="png", compress_level=compress_level)
@@ -143,6 +148,16 @@ class Explorer:
         ``table(state) -> str`` (HTML).
     readout : callable
         ``readout(values, state) -> str`` (HTML): control values and the key number.
+    refresh : callable, optional
+        ``refresh(fig, state) -> artists``: move the artists ``draw`` made so
+        they show ``state`` (through the ``plots.update_*`` helpers) and
+        return them, the same artists every time. When given, ``draw`` runs
+        once; the shell then freezes the layout, renders everything that does
+        not move (axes, ticks, labels: most of a redraw's cost) once as a
+        background, and on each change restores that background and draws
+        only the returned artists (blitting). If ``refresh`` returns None, the
+        frozen figure is redrawn in full instead. Without ``refresh``, each
+        change clears the figure and calls ``draw`` again.
     figsize : (float, float), default (8, 3.5)
     dpi : float, default LIVE_DPI
     style : {"default", "board"}, default "default"
@@ -191,6 +206,7 @@ class Explorer:
         table,
         readout,
         *,
+        refresh=None,
         figsize=(8.0, 3.5),
         dpi=LIVE_DPI,
         style="default",
@@ -206,6 +222,9 @@ class Explorer:
                     "release only (continuous_update=False), so dragging stays responsive."
                 )
         self._update, self._draw, self._table, self._readout = update, draw, table, readout
+        self._refresh_artists = refresh
+        self._frozen = False  # layout fixed after the first render (refresh path)
+        self._background = None  # pixels of everything that does not move (blitting)
         self.style = style
         # One Agg figure for the explorer's lifetime, invisible to pyplot.
         self._fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=dpi)
@@ -250,13 +269,41 @@ class Explorer:
     def _refresh(self):
         values = self.values
         self.state = self._update(**values)
-        self._fig.clear()
         with plots.series_style(self.style):
-            self._draw(self._fig, self.state)
-            png = render_png(self._fig)
+            if self._frozen:
+                moved = self._refresh_artists(self._fig, self.state)
+                png = self._blit(moved) if self._background is not None else render_png(self._fig)
+            else:
+                self._fig.clear()
+                self._draw(self._fig, self.state)
+                png = render_png(self._fig)
+                if self._refresh_artists is not None:
+                    self._freeze()
         self.figure.value = png
         self.readout.value = self._readout(values, self.state)
         self.table.value = self._table(self.state)
+
+    def _freeze(self):
+        """Fix the layout and cache the background of the moving artists."""
+        fig = self._fig
+        # Keep the positions the first layout found: no layout pass per change.
+        fig.set_layout_engine("none")
+        self._frozen = True
+        moving = self._refresh_artists(fig, self.state)  # same state: changes nothing
+        if moving is None:
+            return
+        moving = list(moving)
+        for artist in moving:
+            artist.set_animated(True)  # left out of canvas.draw(), drawn by _blit
+        fig.canvas.draw()
+        self._background = fig.canvas.copy_from_bbox(fig.bbox)
+
+    def _blit(self, moved):
+        canvas = self._fig.canvas
+        canvas.restore_region(self._background)
+        for artist in moved:
+            self._fig.draw_artist(artist)
+        return _encode(canvas)
 
     def set(self, **values):
         """Set controls as a user would (observers fire); return the new state.

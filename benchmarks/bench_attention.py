@@ -1,0 +1,257 @@
+"""Speed of attention_lib's forward and backward pass, as ratios to baselines.
+
+Baselines are measured in the same run, on the same inputs and thread count:
+
+* "chapter": a plain transcription of the chapter's listings 19.1 and 19.4
+  (the code a student would write first);
+* "torch": ``torch.nn.functional.scaled_dot_product_attention`` on the CPU,
+  under ``no_grad`` for the forward and through autograd for forward+backward,
+  when PyTorch is installed (it is not a dependency of attention_lib).
+
+Before timing, every implementation's output and gradients are checked against
+ours. Printed: medians in milliseconds, ours/chapter and ours/torch ratios,
+peak extra memory of forward+backward (tracemalloc, ours/chapter), and what
+the input checks (finiteness included) cost as a share of forward+backward.
+
+Usage::
+
+    python benchmarks/bench_attention.py            # the full table (a few minutes)
+    python benchmarks/bench_attention.py --smoke    # tiny sizes, seconds (CI)
+
+Targets (float32, T >= 256): forward+backward <= 0.8x chapter at T >= 1024 and
+<= 1.0x torch. float64 and T = 128 are reported, not targeted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+from threadpoolctl import threadpool_info
+
+from attention_lib import attention_backward, attention_forward
+from attention_lib._validation import as_float_array
+
+SHAPES = [(1, 1, 128, 64), (4, 8, 256, 64), (2, 8, 1024, 64), (1, 4, 4096, 64)]
+SMOKE_SHAPES = [(1, 2, 16, 8)]
+
+
+# ---------------------------------------------------------------- the chapter's listings
+
+
+def chapter_softmax(scores, mask=None):
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def chapter_forward(Q, K, V, mask=None):
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    scores = (Q @ np.swapaxes(K, -1, -2)) * scale
+    weights = chapter_softmax(scores, mask)
+    return weights @ V, (Q, K, V, weights, scale, mask)
+
+
+def chapter_backward(grad_output, cache):
+    Q, K, V, weights, scale, mask = cache
+    grad_V = np.swapaxes(weights, -1, -2) @ grad_output
+    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
+    row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
+    grad_scores = weights * (grad_weights - row_dot)
+    if mask is not None:
+        grad_scores = np.where(mask, grad_scores, 0.0)
+    grad_Q = (grad_scores @ K) * scale
+    grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
+    return grad_Q, grad_K, grad_V
+
+
+# ---------------------------------------------------------------- implementations
+
+
+def ours_forward(Q, K, V, grad_output):
+    return attention_forward(Q, K, V)
+
+
+def ours_forward_backward(Q, K, V, grad_output):
+    output, cache = attention_forward(Q, K, V, return_cache=True)
+    return (output, *attention_backward(grad_output, cache))
+
+
+def chapter_forward_only(Q, K, V, grad_output):
+    return chapter_forward(Q, K, V)[0]
+
+
+def chapter_forward_backward(Q, K, V, grad_output):
+    output, cache = chapter_forward(Q, K, V)
+    return (output, *chapter_backward(grad_output, cache))
+
+
+def input_checks(Q, K, V, grad_output):
+    for name, array in (("Q", Q), ("K", K), ("V", V), ("grad_output", grad_output)):
+        as_float_array(array, name)
+
+
+def torch_pair():
+    """SDPA forward / forward+backward as functions of NumPy arrays, or None."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None
+    blas_threads = (
+        max(info["num_threads"] for info in threadpool_info()) if threadpool_info() else 1
+    )
+    torch.set_num_threads(blas_threads)
+
+    def forward(Q, K, V, grad_output):
+        with torch.no_grad():
+            q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
+            return F.scaled_dot_product_attention(q, k, v).numpy()
+
+    def forward_backward(Q, K, V, grad_output):
+        q, k, v = (torch.from_numpy(a).requires_grad_() for a in (Q, K, V))
+        output = F.scaled_dot_product_attention(q, k, v)
+        output.backward(torch.from_numpy(grad_output))
+        return (output.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy())
+
+    return forward, forward_backward, torch.__version__
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def median_ms(function, args, repeats, budget_s):
+    function(*args)  # warm up: first-touch page faults, lazy imports
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeats or (time.perf_counter() - start < budget_s and len(times) < 50):
+        tic = time.perf_counter()
+        function(*args)
+        times.append(time.perf_counter() - tic)
+    return 1e3 * statistics.median(times)
+
+
+def peak_bytes(function, args):
+    tracemalloc.start()
+    function(*args)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def assert_same(ours, theirs, dtype, what):
+    tolerance = 2e-3 if dtype == np.float32 else 1e-9
+    for a, b in zip(_as_tuple(ours), _as_tuple(theirs), strict=True):
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance, err_msg=what)
+
+
+def _as_tuple(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+def run(shapes, dtypes, repeats, budget_s):
+    torch_functions = torch_pair()
+    print_header(torch_functions[2] if torch_functions else None)
+    rows = []
+    for dtype in dtypes:
+        for shape in shapes:
+            rng = np.random.default_rng(0)
+            Q, K, V, grad_output = (rng.standard_normal(shape).astype(dtype) for _ in range(4))
+            args = (Q, K, V, grad_output)
+            pairs = {
+                "forward": (ours_forward, chapter_forward_only),
+                "fwd+bwd": (ours_forward_backward, chapter_forward_backward),
+            }
+            for kind, (ours, chapter) in pairs.items():
+                reference = ours(*args)
+                assert_same(reference, chapter(*args), dtype, f"chapter {kind} {shape}")
+                row = {
+                    "dtype": np.dtype(dtype).name,
+                    "shape": shape,
+                    "kind": kind,
+                    "ours": median_ms(ours, args, repeats, budget_s),
+                    "chapter": median_ms(chapter, args, repeats, budget_s),
+                    "torch": None,
+                }
+                if torch_functions is not None:
+                    theirs = torch_functions[0 if kind == "forward" else 1]
+                    assert_same(reference, theirs(*args), dtype, f"torch {kind} {shape}")
+                    row["torch"] = median_ms(theirs, args, repeats, budget_s)
+                if kind == "fwd+bwd":
+                    row["memory"] = peak_bytes(ours, args) / peak_bytes(chapter, args)
+                    row["checks"] = median_ms(input_checks, args, repeats, budget_s) / row["ours"]
+                print_row(row)
+                rows.append(row)
+    return rows
+
+
+def print_header(torch_version):
+    blas = ", ".join(
+        f"{i['internal_api']} {i.get('version')} ({i.get('architecture')}, "
+        f"{i['num_threads']} threads)"
+        for i in threadpool_info()
+    )
+    print(f"numpy {np.__version__}; BLAS: {blas}; torch: {torch_version or 'not installed'}")
+    print()
+    print(
+        "| dtype | (B, H, T, d) | pass | ours ms | chapter ms | torch ms | ours/chapter "
+        "| ours/torch | memory ours/chapter | input checks |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+
+
+def print_row(r):
+    torch_ms = f"{r['torch']:.2f}" if r["torch"] is not None else "-"
+    vs_torch = f"{r['ours'] / r['torch']:.2f}x" if r["torch"] is not None else "-"
+    memory = f"{r['memory']:.2f}x" if "memory" in r else ""
+    checks = f"{100 * r['checks']:.1f}%" if "checks" in r else ""
+    cells = [
+        r["dtype"],
+        str(r["shape"]),
+        r["kind"],
+        f"{r['ours']:.2f}",
+        f"{r['chapter']:.2f}",
+        torch_ms,
+        f"{r['ours'] / r['chapter']:.2f}x",
+        vs_torch,
+        memory,
+        checks,
+    ]
+    print("| " + " | ".join(cells) + " |", flush=True)
+
+
+def report_targets(rows):
+    """Print each targeted ratio with its verdict (a report, never an assertion)."""
+    print()
+    for r in rows:
+        if r["dtype"] != "float32" or r["kind"] != "fwd+bwd" or r["shape"][2] < 256:
+            continue
+        verdicts = []
+        if r["shape"][2] >= 1024:
+            ratio = r["ours"] / r["chapter"]
+            verdict = "met" if ratio <= 0.8 else "MISSED"
+            verdicts.append(f"ours/chapter {ratio:.2f}x (target <= 0.80x: {verdict})")
+        if r["torch"] is not None:
+            ratio = r["ours"] / r["torch"]
+            verdict = "met" if ratio <= 1.0 else "MISSED"
+            verdicts.append(f"ours/torch {ratio:.2f}x (target <= 1.00x: {verdict})")
+        print(f"float32 {r['shape']} fwd+bwd: " + "; ".join(verdicts))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds (CI)")
+    args = parser.parse_args()
+    if args.smoke:
+        rows = run(SMOKE_SHAPES, [np.float32, np.float64], repeats=2, budget_s=0.0)
+    else:
+        rows = run(SHAPES, [np.float32, np.float64], repeats=5, budget_s=1.0)
+    report_targets(rows)
+
+
+if __name__ == "__main__":
+    main()

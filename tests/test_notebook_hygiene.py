@@ -1,0 +1,306 @@
+"""Hygiene of the stored notebooks: what nbval cannot see for itself.
+
+Every ``notebooks/**/*.ipynb`` (``.ipynb_checkpoints`` skipped) must:
+
+- be a valid nbformat 4 notebook no larger than ``SIZE_CAP``;
+- have every code cell executed, numbered 1..n in order with no gaps
+  (nbval never compares a cell whose ``execution_count`` is null; empty code
+  cells are never executed, so delete them);
+- store no error output, unless the cell is tagged ``raises-exception`` (and a
+  cell with that tag must store the error it expects);
+- give a reason beside every nbval marker. Markers are the cell tags
+  ``nbval-ignore-output``, ``nbval-skip``, ``raises-exception``,
+  ``nbval-raises-exception``, ``nbval-check-output`` and any ``# NBVAL_*``
+  comment. Convention: the cell's FIRST LINE is a comment ``# nbval: <reason>``,
+  for example ``# nbval: the slider figure leaks into this cell under nbval``.
+  It sits in the cell, visible to students and reviewers, unlike metadata.
+  A tag and the same comment marker together are refused (nbval warns, and
+  warnings are errors);
+- carry no ``metadata.widgets`` (stored widget state; ``make execute`` strips it).
+
+The series itself is the top-level ``notebooks/*.ipynb`` in name order
+(``notebooks/solutions/`` is not part of it): the README's "Notebook map" table
+lists exactly these, in this order, and each one's last markdown cell links to
+the next notebook file (``[next](02_....ipynb)``); the last one links back to
+``../README.md`` or says it is the end of the series.
+
+With no notebooks yet, the README map must be empty, and the checks are still
+exercised on small synthetic notebooks below.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+README = ROOT / "README.md"
+
+# Outputs hold base64 PNGs; a dozen board-sized figures stay well below 1.5 MB. A
+# bigger file is nearly always an accidental huge figure or a printed array, and
+# it makes clones, reviews and nbval comparisons slow for every student.
+SIZE_CAP = 1_500_000  # bytes
+
+MARKER_TAGS = {
+    "nbval-ignore-output",
+    "nbval-skip",
+    "raises-exception",
+    "nbval-raises-exception",
+    "nbval-check-output",
+}
+COMMENT_MARKER = re.compile(r"^\s*#\s*(NBVAL_[A-Z_]+)", re.MULTILINE)
+TAG_OF_COMMENT = {
+    "NBVAL_IGNORE_OUTPUT": "nbval-ignore-output",
+    "NBVAL_SKIP": "nbval-skip",
+    "NBVAL_RAISES_EXCEPTION": "raises-exception",
+    "NBVAL_CHECK_OUTPUT": "nbval-check-output",
+}
+REASON = re.compile(r"#\s*nbval:\s*(\S.*)")
+MAP_HEADER = ["notebook", "chapter section", "live widget"]
+LINK_TARGET = re.compile(r"\]\(\s*<?([^)\s>]+)")
+END_OF_SERIES = re.compile(r"end of the series", re.IGNORECASE)
+
+
+def all_notebooks() -> list[Path]:
+    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def series() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def code_cells(nb):
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def tags(cell) -> set[str]:
+    return set(cell.metadata.get("tags", []))
+
+
+# Each check returns a list of problems in words; empty means clean.
+
+
+def execution_problems(nb) -> list[str]:
+    problems = [
+        f"code cell {i} is empty: delete it (it is never executed)"
+        for i, cell in enumerate(code_cells(nb), 1)
+        if not cell.source.strip()
+    ]
+    counts = [cell.execution_count for cell in code_cells(nb)]
+    if counts != list(range(1, len(counts) + 1)):
+        problems.append(
+            f"execution counts are {counts}, expected 1..{len(counts)} in order: "
+            "re-execute with `make execute`"
+        )
+    return problems
+
+
+def error_problems(nb) -> list[str]:
+    problems = []
+    for i, cell in enumerate(code_cells(nb), 1):
+        has_error = any(out.output_type == "error" for out in cell.get("outputs", []))
+        tagged = "raises-exception" in tags(cell)
+        if has_error and not tagged:
+            problems.append(f"code cell {i} stores an error but is not tagged raises-exception")
+        if tagged and not has_error:
+            problems.append(f"code cell {i} is tagged raises-exception but stores no error")
+    return problems
+
+
+def marker_problems(nb) -> list[str]:
+    problems = []
+    for i, cell in enumerate(code_cells(nb), 1):
+        comments = set(COMMENT_MARKER.findall(cell.source))
+        markers = (tags(cell) & MARKER_TAGS) | comments
+        if not markers:
+            continue
+        first_line = cell.source.split("\n", 1)[0]
+        reason = REASON.fullmatch(first_line.strip())
+        if reason is None or len(reason[1].split()) < 2:
+            problems.append(
+                f"code cell {i} has nbval marker(s) {sorted(markers)} but its first line is "
+                f"not a reason comment '# nbval: <why>' (got {first_line!r})"
+            )
+        for comment in comments:
+            if TAG_OF_COMMENT.get(comment) in tags(cell):
+                problems.append(
+                    f"code cell {i} has both the tag {TAG_OF_COMMENT[comment]} and "
+                    f"# {comment}: keep the tag only"
+                )
+    return problems
+
+
+def widget_problems(nb) -> list[str]:
+    if "widgets" in nb.metadata:
+        return ["metadata.widgets (stored widget state) is present: run `make execute`"]
+    return []
+
+
+def link_targets(markdown: str) -> list[str]:
+    return [target.removeprefix("./") for target in LINK_TARGET.findall(markdown)]
+
+
+def next_link_problems(nb, next_name: str | None) -> list[str]:
+    """The last markdown cell links to ``next_name`` (or, for the last, to the README)."""
+    markdown = [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
+    if not markdown:
+        return ["there is no markdown cell to carry the link to the next notebook"]
+    last = markdown[-1]
+    if next_name is not None:
+        if next_name not in link_targets(last):
+            return [f"the last markdown cell does not link to the next notebook {next_name}"]
+    elif "../README.md" not in link_targets(last) and not END_OF_SERIES.search(last):
+        return [
+            "the last notebook's last markdown cell neither links to ../README.md nor "
+            "says it is the end of the series"
+        ]
+    return []
+
+
+def readme_map(text: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the table under the README's '## Notebook map' heading."""
+    section = re.search(r"^## Notebook map\s*$(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert section, "README.md has no '## Notebook map' section"
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in section[1].splitlines()
+        if line.strip().startswith("|")
+    ]
+    assert len(rows) >= 2, "the Notebook map has no table header"
+    header, separator, body = rows[0], rows[1], rows[2:]
+    assert all(set(cell) <= set(":- ") for cell in separator), "the map table lacks |---| line"
+    return [cell.lower() for cell in header], body
+
+
+def map_problems(text: str, present: list[str]) -> list[str]:
+    header, rows = readme_map(text)
+    problems = []
+    if header != MAP_HEADER:
+        problems.append(f"Notebook map columns are {header}, expected {MAP_HEADER}")
+    listed = []
+    for row in rows:
+        names = {Path(name).name for name in re.findall(r"[\w./-]+\.ipynb", row[0])}
+        if len(names) != 1:
+            problems.append(f"map row {row} should name exactly one notebook in its first column")
+            continue
+        listed.append(names.pop())
+        for target in link_targets(row[0]):
+            if not (README.parent / target).is_file():
+                problems.append(f"map row links to {target}, which does not exist")
+    if listed != present:
+        problems.append(f"the README map lists {listed}, notebooks/ holds {present} (in order)")
+    return problems
+
+
+def problems_of(path: Path) -> list[str]:
+    problems = []
+    if path.stat().st_size > SIZE_CAP:
+        problems.append(f"{path.stat().st_size} bytes, above the {SIZE_CAP} byte cap")
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for check in (execution_problems, error_problems, marker_problems, widget_problems):
+        problems += check(nb)
+    return problems
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_notebook_is_clean(path):
+    assert problems_of(path) == []
+
+
+@pytest.mark.parametrize("index", range(len(series())), ids=lambda i: series()[i].name)
+def test_last_markdown_cell_links_to_next_notebook(index):
+    paths = series()
+    next_name = paths[index + 1].name if index + 1 < len(paths) else None
+    nb = nbformat.read(paths[index], as_version=4)
+    assert next_link_problems(nb, next_name) == []
+
+
+def test_readme_map_lists_exactly_the_notebooks():
+    """With no notebooks yet, this asserts that the map is an empty table."""
+    present = [path.name for path in series()]
+    assert map_problems(README.read_text(encoding="utf-8"), present) == []
+
+
+# The checks themselves, on synthetic notebooks: they run even while notebooks/ is empty.
+
+
+def make_notebook(*cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = list(cells)
+    return nb
+
+
+def code(source, count, tags=(), outputs=()):
+    cell = nbformat.v4.new_code_cell(source, execution_count=count, outputs=list(outputs))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+ERROR = nbformat.v4.new_output("error", ename="ValueError", evalue="no", traceback=[])
+REASONED = "# nbval: float16 is refused on purpose\nf(x)"
+
+
+def test_a_clean_synthetic_notebook_passes():
+    nb = make_notebook(
+        nbformat.v4.new_markdown_cell("# Title"),
+        code("x = 1", 1),
+        code(REASONED, 2, tags=["raises-exception"], outputs=[ERROR]),
+        nbformat.v4.new_markdown_cell("Next: [masks](03_masks.ipynb)"),
+    )
+    for check in (execution_problems, error_problems, marker_problems, widget_problems):
+        assert check(nb) == []
+    assert next_link_problems(nb, "03_masks.ipynb") == []
+
+
+@pytest.mark.parametrize(
+    ("cells", "check"),
+    [
+        ([code("x = 1", None)], execution_problems),
+        ([code("x = 1", 2), code("y = 2", 1)], execution_problems),
+        ([code("x = 1", 1), code("y = 2", 3)], execution_problems),
+        ([code("x = 1", 1), code("", None)], execution_problems),
+        ([code("f(x)", 1, outputs=[ERROR])], error_problems),
+        ([code(REASONED, 1, tags=["raises-exception"])], error_problems),
+        ([code("x", 1, tags=["nbval-ignore-output"])], marker_problems),
+        ([code("# NBVAL_SKIP\nx", 1)], marker_problems),
+        ([code("# nbval:\nx", 1, tags=["nbval-skip"])], marker_problems),
+        ([code("x\n# nbval: random seed differs\n", 1, tags=["nbval-skip"])], marker_problems),
+        (
+            [code(REASONED + "\n# NBVAL_RAISES_EXCEPTION", 1, tags=["raises-exception"])],
+            marker_problems,
+        ),
+    ],
+)
+def test_each_check_catches_its_problem(cells, check):
+    assert check(make_notebook(*cells)) != []
+
+
+def test_widget_state_and_missing_next_link_are_caught():
+    nb = make_notebook(nbformat.v4.new_markdown_cell("The end of this notebook."))
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
+    assert widget_problems(nb) != []
+    assert next_link_problems(nb, "02_why_sqrt_dk.ipynb") != []
+    assert next_link_problems(nb, None) != []
+    nb.cells[0].source = "That is the end of the series."
+    assert next_link_problems(nb, None) == []
+
+
+def test_readme_map_check_compares_names_and_order():
+    table = (
+        "## Notebook map\n\n"
+        "| notebook | chapter section | live widget |\n| --- | --- | --- |\n"
+        "| `01_soft_lookup.ipynb` | 19.1 | turn a query |\n"
+        "| `02_why_sqrt_dk.ipynb` | 19.2 | d_k slider |\n"
+        "\n## Next section\n"
+    )
+    both = ["01_soft_lookup.ipynb", "02_why_sqrt_dk.ipynb"]
+    assert map_problems(table, both) == []
+    assert map_problems(table, both[::-1]) != []
+    assert map_problems(table, both[:1]) != []
+    assert map_problems(table.replace("live widget", "widget"), both) != []
