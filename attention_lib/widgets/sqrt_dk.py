@@ -7,7 +7,9 @@ entropy, the largest weight and the norm of the softmax Jacobian (how much a
 nudge of the scores still moves the weights, i.e. how much gradient flows).
 
 :func:`update` is pure (NumPy only); drawing and the widget shell live in
-the functions below it (matplotlib through :mod:`attention_lib.plots`).
+the functions below it (matplotlib through :mod:`attention_lib.plots`). The
+axes are fixed (log bins for the scores' sizes), so after the first drawing
+:func:`refresh` only moves the bars, lines and titles and the shell blits them.
 """
 
 from __future__ import annotations
@@ -167,7 +169,8 @@ def _row_bars(ax, weights):
     n = weights.size
     bars = ax.vlines(np.arange(n), 0.0, weights, colors=_row_colors(weights),
                      linewidth=max(1.0, 240.0 / n), gid="row-weights")
-    ax.axhline(1.0 / n, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}")
+    ax.axhline(1.0 / n, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}",
+               gid="uniform")
     ax.set_xlim(-1, n)
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("key")
@@ -215,7 +218,8 @@ def draw(fig, state):
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
     hist_ax.stairs(_normal_reference_counts(n), MAGNITUDE_BINS, color="#D55E00",
-                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: where scaled scores sit")
+                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: where scaled scores sit",
+                   gid="normal-reference")
     hist_ax.axvline(state.score_std, color="black", linewidth=1.2, gid="score-std",
                     label="score std")
     hist_ax.legend(loc="upper left")
@@ -228,7 +232,9 @@ def refresh(fig, state):
     """Move what :func:`draw` made to show ``state``; the axes never change.
 
     Returns the moving artists (histogram bars, std line, bars of the row,
-    both titles), the same ones every time, so the shell can blit them.
+    both titles), the same ones every time, so the shell can blit them. The
+    reference outline and the uniform line come back too, after the bars:
+    blitting draws in list order, and they must stay on top as in a fresh drawing.
 
     Examples
     --------
@@ -252,7 +258,9 @@ def refresh(fig, state):
     hist_title, row_title = _titles(state)
     hist_ax.title.set_text(hist_title)
     row_ax.title.set_text(row_title)
-    return [*bars, std_line, row_bars, hist_ax.title, row_ax.title]
+    (reference,) = [a for a in hist_ax.patches if a.get_gid() == "normal-reference"]
+    (uniform,) = [a for a in row_ax.lines if a.get_gid() == "uniform"]
+    return [*bars, reference, std_line, row_bars, uniform, hist_ax.title, row_ax.title]
 
 
 def table(state):
@@ -328,8 +336,8 @@ def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
         "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k",
                                    indent=False),
     }
-    return Explorer("sqrt(d_k)", controls, update, draw, table, _readout, figsize=FIGSIZE,
-                    style=style)
+    return Explorer("sqrt(d_k)", controls, update, draw, table, _readout, refresh=refresh,
+                    figsize=FIGSIZE, style=style)
 
 
 EXPLORER = ExplorerSpec(
