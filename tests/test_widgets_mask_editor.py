@@ -75,16 +75,11 @@ def editor():
     editor.close()
 
 
-def count_draws(editor):
-    calls = []
-    original = editor._draw
-
-    def counted(fig, state):
-        calls.append(state)
-        return original(fig, state)
-
-    editor._draw = counted
-    return calls
+def count_frames(editor):
+    """Record every new PNG the explorer hands to the browser."""
+    frames = []
+    editor.figure.observe(lambda change: frames.append(change["new"]), names="value")
+    return frames
 
 
 def test_editor_starts_causal_with_one_padded_example(editor):
@@ -125,9 +120,9 @@ def test_controls_change_state_and_figure(editor):
 
 def test_length_moves_the_dependent_controls_with_one_redraw(editor):
     editor.set(blocked=((4, 0), (1, 1)))
-    draws = count_draws(editor)
+    frames = count_frames(editor)
     state = editor.set(length=3)
-    assert len(draws) == 1
+    assert len(frames) == 1
     assert state.lengths == (3, 3) and state.blocked == {(1, 1)}
     assert editor.controls["length_0"].max == 3 and editor.controls["blocked"].value == ((1, 1),)
     assert len(editor.controls["blocked"].buttons) == 9
@@ -150,6 +145,23 @@ def test_length_one_and_every_key_masked_do_not_raise(editor):
     assert state.empty_rows.all() and np.all(state.weights == 0.0)
     assert editor.png != before
     assert "0.000" in editor.table.value
+
+
+def test_in_place_refresh_draws_what_a_fresh_editor_draws():
+    """Same-T changes update the heatmaps in place; T changes redraw: both match a new editor."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    live = mask_editor.mask_editor_explorer()
+    for change in ({"causal": False}, {"blocked": ((2, 1),)}, {"length": 6}, {"length_1": 1},
+                   {"causal": True}):
+        live.set(**change)
+    fresh = mask_editor.mask_editor_explorer(6, True, (6, 1), ((2, 1),))
+    pixels = [np.asarray(Image.open(BytesIO(e.png))) for e in (live, fresh)]
+    np.testing.assert_array_equal(pixels[0], pixels[1])
+    live.close()
+    fresh.close()
 
 
 def test_static_figure():

@@ -31,6 +31,7 @@ __all__ = [
     "draw",
     "example_inputs",
     "mask_editor_explorer",
+    "refresh",
     "table",
     "update",
     "update_from_controls",
@@ -188,22 +189,66 @@ def draw(fig, state):
     annotate = state.length <= 6  # at 7 and 8 the numbers no longer fit the cells
     image = None
     for b, ax in enumerate(axes):
-        pad = state.length - state.lengths[b]
         image = plots.attention_heatmap(
             state.weights[b],
             ax=ax,
             mask=state.mask[b],
             query_labels=_row_labels(state, b),
-            key_labels=[f"k{t}" + ("·pad" if t >= state.lengths[b] else "") for t in
-                        range(state.length)],
+            key_labels=_key_labels(state, b),
             annotate=annotate,
             colorbar=False,
-            title=f"example {b}: {state.lengths[b]} real, {pad} padding",
+            title=_title(state, b),
         )
         ax.tick_params(axis="x", labelrotation=90 if state.length > 4 else 0)
     bar = fig.colorbar(image, cax=fig.add_axes((0.905, 0.2, 0.015, 0.7)))
     bar.set_label("weight")
     return axes
+
+
+def _key_labels(state, b):
+    return [f"k{t}" + ("·pad" if t >= state.lengths[b] else "") for t in range(state.length)]
+
+
+def _title(state, b):
+    return f"example {b}: {state.lengths[b]} real, {state.length - state.lengths[b]} padding"
+
+
+def refresh(fig, state):
+    """Show ``state`` in the figure :func:`draw` made, in place when ``T`` did not change.
+
+    Same ``T``: new weights and mask through :func:`attention_lib.plots.update_attention_heatmap`,
+    new row sums and padding marks in the tick labels, new titles; nothing is
+    created. New ``T``: the heatmaps change shape, so the figure is drawn
+    again. Returns None either way: the tick labels move, so the shell renders
+    the whole (frozen-layout) figure rather than blitting.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.mask_editor import draw, refresh, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> first = draw(fig, update(3))
+    >>> refresh(fig, update(3, lengths=[3, 0]))
+    >>> fig.axes[1] is first[1], fig.axes[1].get_title()
+    (True, 'example 1: 0 real, 3 padding')
+    >>> [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    ['q0  Σ=0.00', 'q1  Σ=0.00', 'q2  Σ=0.00']
+    """
+    from .. import plots
+
+    batch = state.weights.shape[0]
+    axes = fig.axes[:batch]
+    shown = [ax.images[0].get_array().shape if ax.images else None for ax in axes]
+    if len(axes) != batch or any(shape != state.weights.shape[1:] for shape in shown):
+        fig.clear()
+        draw(fig, state)
+        return None
+    for b, ax in enumerate(axes):
+        plots.update_attention_heatmap(ax, state.weights[b], mask=state.mask[b])
+        ax.set_yticks(range(state.length), _row_labels(state, b))
+        ax.set_xticks(range(state.length), _key_labels(state, b))
+        ax.set_title(_title(state, b))
+    return None
 
 
 def table(state):
@@ -397,7 +442,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
         "blocked": grid,
     }
     explorer = Explorer("mask editor", controls, update_from_controls, draw, table, _readout,
-                        figsize=FIGSIZE, style=style)
+                        refresh=refresh, figsize=FIGSIZE, style=style)
     explorer.widget.children[0].layout.flex_flow = "row wrap"
 
     # A change of T moves the dependent controls too; redraw once (for T), not once per
