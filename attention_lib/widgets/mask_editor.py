@@ -154,7 +154,14 @@ def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
 
 
 def update_from_controls(length, causal, length_0, length_1, blocked):
-    """:func:`update` called with the explorer's controls, one keyword per control."""
+    """:func:`update` called with the explorer's controls, one keyword per control.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.mask_editor import update_from_controls
+    >>> update_from_controls(4, True, 4, 2, ((3, 0),)).lengths
+    (4, 2)
+    """
     return update(length, causal, (length_0, length_1), blocked)
 
 
