@@ -419,7 +419,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
                                   layout=widgets.Layout(width="90px"))
     length_sliders = [
         widgets.IntSlider(min(n, length), 0, length, description=f"real tokens in example {b}",
-                          **slider, layout=widgets.Layout(width="300px"))
+                          **slider, layout=widgets.Layout(width="380px"))
         for b, n in enumerate(lengths)
     ]
     grid = CellGrid(length, blocked)
