@@ -175,6 +175,17 @@ def test_static_figure():
     editor.close()
 
 
+def test_board_style_uses_the_larger_figure():
+    import matplotlib.pyplot as plt
+
+    editor = mask_editor.mask_editor_explorer(style="board")
+    assert editor.png[:8] == b"\x89PNG\r\n\x1a\n"
+    fig = editor.draw_static()
+    assert tuple(fig.get_size_inches()) == mask_editor.BOARD_FIGSIZE
+    plt.close(fig)
+    editor.close()
+
+
 def test_factory_checks_its_arguments():
     with pytest.raises(ValueError, match="length must lie between 1 and 8"):
         mask_editor.mask_editor_explorer(9)

@@ -94,6 +94,7 @@ def test_static_figure_and_board_style():
 
     explorer = sqrt_dk.sqrt_dk_explorer(1024, True, style="board")
     fig = explorer.draw_static()
+    assert tuple(fig.get_size_inches()) == sqrt_dk.BOARD_FIGSIZE
     assert len(fig.axes) == 2 and fig.axes[0].get_xlabel() == "|score| (log scale)"
     plt.close(fig)
     explorer.close()

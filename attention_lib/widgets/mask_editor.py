@@ -22,6 +22,7 @@ import traitlets
 
 from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask, combine_masks, padding_mask, valid_from_lengths
+from ._layout import margins
 from ._shell import Explorer, ExplorerSpec, html_table
 
 __all__ = [
@@ -166,7 +167,11 @@ def update_from_controls(length, causal, length_0, length_1, blocked):
 
 
 #: Figure size of the live explorer and of its static first-state figure (inches).
-FIGSIZE = (9.0, 4.2)
+FIGSIZE = (9.0, 4.4)
+#: The same for the board style (large fonts need a larger figure).
+BOARD_FIGSIZE = (16.0, 8.5)
+#: Space for the colour bar at the right, in inches at the default font size.
+_COLORBAR_INCHES = 0.75
 
 
 def _row_labels(state, b):
@@ -191,7 +196,9 @@ def draw(fig, state):
     # Fixed margins instead of constrained layout (the layout pass costs about a third
     # of a redraw); the colour bar gets its own narrow axes so both heatmaps match.
     fig.set_layout_engine("none")
-    grid = fig.add_gridspec(1, batch, left=0.13, right=0.885, bottom=0.2, top=0.9, wspace=0.5)
+    room = margins(fig, left=1.15, right=_COLORBAR_INCHES, bottom=0.85, top=0.6, gap=1.2,
+                   columns=batch)
+    grid = fig.add_gridspec(1, batch, **room)
     axes = [fig.add_subplot(grid[0, b]) for b in range(batch)]
     annotate = state.length <= 6  # at 7 and 8 the numbers no longer fit the cells
     image = None
@@ -207,7 +214,10 @@ def draw(fig, state):
             title=_title(state, b),
         )
         ax.tick_params(axis="x", labelrotation=90 if state.length > 4 else 0)
-    bar = fig.colorbar(image, cax=fig.add_axes((0.905, 0.2, 0.015, 0.7)))
+    right = room["right"]
+    bar_axes = fig.add_axes((right + 0.2 * (1 - right), room["bottom"], 0.15 * (1 - right),
+                             room["top"] - room["bottom"]))
+    bar = fig.colorbar(image, cax=bar_axes)
     bar.set_label("weight")
     return axes
 
@@ -217,7 +227,7 @@ def _key_labels(state, b):
 
 
 def _title(state, b):
-    return f"example {b}: {state.lengths[b]} real, {state.length - state.lengths[b]} padding"
+    return f"example {b}\n{state.lengths[b]} real, {state.length - state.lengths[b]} padding"
 
 
 def refresh(fig, state):
@@ -237,7 +247,7 @@ def refresh(fig, state):
     >>> first = draw(fig, update(3))
     >>> refresh(fig, update(3, lengths=[3, 0]))
     >>> fig.axes[1] is first[1], fig.axes[1].get_title()
-    (True, 'example 1: 0 real, 3 padding')
+    (True, 'example 1\\n0 real, 3 padding')
     >>> [t.get_text() for t in fig.axes[1].get_yticklabels()]
     ['q0  Σ=0.00', 'q1  Σ=0.00', 'q2  Σ=0.00']
     """
@@ -448,8 +458,9 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
         "length_1": length_sliders[1],
         "blocked": grid,
     }
+    figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
     explorer = Explorer("mask editor", controls, update_from_controls, draw, table, _readout,
-                        refresh=refresh, figsize=FIGSIZE, style=style)
+                        refresh=refresh, figsize=figsize, style=style)
     explorer.widget.children[0].layout.flex_flow = "row wrap"
 
     # A change of T moves the dependent controls too; redraw once (for T), not once per

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..attention import masked_softmax
 from ..variance import random_scores, softmax_entropy, softmax_jacobian_norm
+from ._layout import margins
 from ._shell import Explorer, ExplorerSpec, html_table
 
 __all__ = [
@@ -116,7 +117,9 @@ def update(d_k, scaled=True, *, n_queries=N_QUERIES, n_keys=N_KEYS, row=0, seed=
 
 
 #: Figure size of the live explorer and of its static first-state figure (inches).
-FIGSIZE = (9.0, 3.6)
+FIGSIZE = (9.0, 3.9)
+#: The same for the board style (large fonts need a larger figure).
+BOARD_FIGSIZE = (16.0, 8.0)
 
 
 def _mode(scaled):
@@ -144,9 +147,9 @@ def _normal_reference_counts(n):
 
 
 def _titles(state):
-    hist = f"d_k = {state.d_k}, {_mode(state.scaled)}: score std {state.score_std:.2f}"
-    row = (f"query {state.row}: max {state.row_max_weight:.2f}, entropy "
-           f"{state.row_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}")
+    hist = f"d_k = {state.d_k}, {_mode(state.scaled)}\nscore std {state.score_std:.2f}"
+    row = (f"query {state.row}: largest weight {state.row_max_weight:.2f}\n"
+           f"entropy {state.row_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}")
     return hist, row
 
 
@@ -202,8 +205,8 @@ def draw(fig, state):
     # whole rest of a redraw, and these two panels do not change size.
     fig.set_layout_engine("none")
     hist_ax, row_ax = fig.subplots(
-        1, 2, gridspec_kw={"width_ratios": [1.0, 1.25], "left": 0.085, "right": 0.98,
-                           "bottom": 0.15, "top": 0.88, "wspace": 0.22},
+        1, 2, gridspec_kw={"width_ratios": [1.0, 1.25],
+                           **margins(fig, left=0.75, right=0.15, bottom=0.6, top=0.6, gap=0.75)},
     )
     hist_title, row_title = _titles(state)
     n = state.scores.size
@@ -218,7 +221,7 @@ def draw(fig, state):
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
     hist_ax.stairs(_normal_reference_counts(n), MAGNITUDE_BINS, color="#D55E00",
-                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: where scaled scores sit",
+                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: the scaled target",
                    gid="normal-reference")
     hist_ax.axvline(state.score_std, color="black", linewidth=1.2, gid="score-std",
                     label="score std")
@@ -244,7 +247,7 @@ def refresh(fig, state):
     >>> _ = draw(fig, update(4, scaled=False))
     >>> moved = refresh(fig, update(4096, scaled=False))
     >>> fig.axes[0].get_title()
-    'd_k = 4096, unscaled: score std 62.98'
+    'd_k = 4096, unscaled\\nscore std 62.98'
     """
     hist_ax, row_ax = fig.axes[:2]
     bars = [p for p in hist_ax.patches if p.get_gid() == "magnitude-bar"]
@@ -336,8 +339,9 @@ def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
         "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k",
                                    indent=False),
     }
+    figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
     return Explorer("sqrt(d_k)", controls, update, draw, table, _readout, refresh=refresh,
-                    figsize=FIGSIZE, style=style)
+                    figsize=figsize, style=style)
 
 
 EXPLORER = ExplorerSpec(
