@@ -1,0 +1,493 @@
+"""Explorer for notebook 03: build a mask, watch the attention weights (chapter 19.2).
+
+Controls: the sequence length ``T`` (main control), causal on/off, each
+example's number of real tokens (a batch of a few examples, padded to ``T``),
+and single cells of a ``(T, T)`` grid that the student blocks by clicking.
+The mask used is the logical and of the three: causal (``(T, T)``), padding
+(``(B, 1, T)``: the same blocked keys for every query of an example) and the
+clicked grid (``(T, T)``, shared by the batch). Nothing can un-block a cell
+that another mask blocks; that is what "combine with logical and" means.
+
+:func:`update` is pure (NumPy only); :func:`draw` uses :mod:`attention_lib.plots`,
+and :func:`mask_editor_explorer` wires both to ipywidgets through the shared shell.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import ipywidgets as widgets
+import numpy as np
+import traitlets
+
+from ..attention import attention_forward, attention_scores
+from ..masks import causal_mask, combine_masks, padding_mask, valid_from_lengths
+from ._layout import margins
+from ._shell import Explorer, ExplorerSpec, html_table
+
+__all__ = [
+    "EXPLORER",
+    "CellGrid",
+    "MaskEditorState",
+    "draw",
+    "example_inputs",
+    "mask_editor_explorer",
+    "refresh",
+    "table",
+    "update",
+    "update_from_controls",
+]
+
+#: Longest sequence the editor offers: a T x T grid of buttons stays clickable.
+MAX_LENGTH = 8
+#: Examples in the batch.
+BATCH = 2
+D_K = 4
+D_V = 3
+
+
+class MaskEditorState(NamedTuple):
+    """What the mask editor shows for one setting of its controls (B examples, T tokens)."""
+
+    length: int
+    causal: bool
+    lengths: tuple  #: real tokens per example, clipped to 0 ... length
+    blocked: frozenset  #: (query, key) cells blocked by hand, inside the T x T grid
+    causal_part: np.ndarray | None  #: (T, T) or None when causal is off
+    padding_part: np.ndarray  #: (B, 1, T)
+    cell_part: np.ndarray  #: (T, T), False at the blocked cells
+    mask: np.ndarray  #: (B, T, T) the combined mask, True = may read
+    scores: np.ndarray  #: (B, T, T) scaled scores before masking
+    masked_scores: np.ndarray  #: (B, T, T) scores with -inf where the mask is False
+    weights: np.ndarray  #: (B, T, T) softmax of the masked scores
+    row_sums: np.ndarray  #: (B, T) 1 for a row with a readable key, 0 for an empty row
+    empty_rows: np.ndarray  #: (B, T) True where the query may read no key at all
+    output: np.ndarray  #: (B, T, d_v)
+
+
+def example_inputs(length, *, batch=BATCH, d_k=D_K, d_v=D_V, seed=0):
+    """Seeded ``Q, K, V`` of shapes ``(batch, length, d)``.
+
+    They are the first ``length`` rows of fixed ``MAX_LENGTH``-long arrays (or
+    longer, if ``length`` exceeds it), so changing ``T`` does not reshuffle
+    the tokens that stay.
+    """
+    rows = max(int(length), MAX_LENGTH)
+    rng = np.random.default_rng(seed)
+    Q = rng.standard_normal((batch, rows, d_k))
+    K = rng.standard_normal((batch, rows, d_k))
+    V = rng.standard_normal((batch, rows, d_v))
+    return Q[:, :length], K[:, :length], V[:, :length]
+
+
+def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
+    """Mask, masked scores, weights, row sums and outputs for the editor's controls.
+
+    Parameters
+    ----------
+    length : int
+        Sequence length ``T`` (at least 1).
+    causal : bool, default True
+        Combine a causal mask (query ``t`` reads keys ``<= t``).
+    lengths : sequence of int, optional
+        Real tokens per example; the rest is padding. Values are clipped to
+        ``0 ... length`` (a slider may still hold an old, larger value while
+        ``T`` shrinks). Defaults to ``length`` for every example of the batch.
+    blocked : iterable of (int, int)
+        ``(query, key)`` cells blocked by hand, for every example. Cells outside
+        the ``T x T`` grid are ignored.
+    seed : int
+        Seed for the random ``Q, K, V`` (see :func:`example_inputs`).
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.mask_editor import update
+    >>> state = update(3, causal=True, lengths=[3, 2])
+    >>> state.mask[1].astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 0]])
+    >>> state.row_sums
+    array([[1., 1., 1.],
+           [1., 1., 1.]])
+    """
+    if isinstance(length, bool) or int(length) != length or length < 1:
+        raise ValueError(f"length must be a whole number >= 1; got {length!r}.")
+    length = int(length)
+    if lengths is None:
+        lengths = [length] * BATCH
+    lengths = tuple(int(min(max(n, 0), length)) for n in lengths)
+    if not lengths:
+        raise ValueError("lengths must name at least one example.")
+    blocked = frozenset(
+        (int(q), int(k)) for q, k in blocked if 0 <= q < length and 0 <= k < length
+    )
+    Q, K, V = example_inputs(length, batch=len(lengths), seed=seed)
+
+    causal_part = causal_mask(length) if causal else None
+    padding_part = padding_mask(valid_from_lengths(np.array(lengths), length))
+    cell_part = np.ones((length, length), dtype=bool)
+    for q, k in blocked:
+        cell_part[q, k] = False
+    mask = np.broadcast_to(
+        combine_masks(causal_part, padding_part, cell_part), (len(lengths), length, length)
+    ).copy()
+
+    scores = attention_scores(Q, K)
+    masked_scores = np.where(mask, scores, -np.inf)
+    output, cache = attention_forward(Q, K, V, mask=mask, return_cache=True)
+    return MaskEditorState(
+        length=length,
+        causal=bool(causal),
+        lengths=lengths,
+        blocked=blocked,
+        causal_part=causal_part,
+        padding_part=padding_part,
+        cell_part=cell_part,
+        mask=mask,
+        scores=scores,
+        masked_scores=masked_scores,
+        weights=cache.weights,
+        row_sums=cache.weights.sum(axis=-1),
+        empty_rows=~mask.any(axis=-1),
+        output=output,
+    )
+
+
+def update_from_controls(length, causal, length_0, length_1, blocked):
+    """:func:`update` called with the explorer's controls, one keyword per control.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.mask_editor import update_from_controls
+    >>> update_from_controls(4, True, 4, 2, ((3, 0),)).lengths
+    (4, 2)
+    """
+    return update(length, causal, (length_0, length_1), blocked)
+
+
+#: Figure size of the live explorer and of its static first-state figure (inches).
+FIGSIZE = (9.0, 4.4)
+#: The same for the board style (large fonts need a larger figure).
+BOARD_FIGSIZE = (16.0, 8.5)
+#: Space for the colour bar at the right, in inches at the default font size.
+_COLORBAR_INCHES = 0.75
+
+
+def _row_labels(state, b):
+    return [f"q{t}  Σ={state.row_sums[b, t]:.2f}" for t in range(state.length)]
+
+
+def draw(fig, state):
+    """One weight heatmap per example, blocked cells grey and hatched, row sums in the labels.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.mask_editor import draw, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> axes = draw(fig, update(3, lengths=[3, 1]))
+    >>> [t.get_text() for t in axes[1].get_yticklabels()]
+    ['q0  Σ=1.00', 'q1  Σ=1.00', 'q2  Σ=1.00']
+    """
+    from .. import plots
+
+    batch = state.weights.shape[0]
+    # Fixed margins instead of constrained layout (the layout pass costs about a third
+    # of a redraw); the colour bar gets its own narrow axes so both heatmaps match.
+    fig.set_layout_engine("none")
+    room = margins(fig, left=1.15, right=_COLORBAR_INCHES, bottom=0.85, top=0.6, gap=1.2,
+                   columns=batch)
+    grid = fig.add_gridspec(1, batch, **room)
+    axes = [fig.add_subplot(grid[0, b]) for b in range(batch)]
+    annotate = state.length <= 6  # at 7 and 8 the numbers no longer fit the cells
+    image = None
+    for b, ax in enumerate(axes):
+        image = plots.attention_heatmap(
+            state.weights[b],
+            ax=ax,
+            mask=state.mask[b],
+            query_labels=_row_labels(state, b),
+            key_labels=_key_labels(state, b),
+            annotate=annotate,
+            colorbar=False,
+            title=_title(state, b),
+        )
+        ax.tick_params(axis="x", labelrotation=90 if state.length > 4 else 0)
+    right = room["right"]
+    bar_axes = fig.add_axes((right + 0.2 * (1 - right), room["bottom"], 0.15 * (1 - right),
+                             room["top"] - room["bottom"]))
+    bar = fig.colorbar(image, cax=bar_axes)
+    bar.set_label("weight")
+    return axes
+
+
+def _key_labels(state, b):
+    return [f"k{t}" + ("·pad" if t >= state.lengths[b] else "") for t in range(state.length)]
+
+
+def _title(state, b):
+    return f"example {b}\n{state.lengths[b]} real, {state.length - state.lengths[b]} padding"
+
+
+def refresh(fig, state):
+    """Show ``state`` in the figure :func:`draw` made, in place when ``T`` did not change.
+
+    Same ``T``: new weights and mask through :func:`attention_lib.plots.update_attention_heatmap`,
+    new row sums and padding marks in the tick labels, new titles; nothing is
+    created. New ``T``: the heatmaps change shape, so the figure is drawn
+    again. Returns None either way: the tick labels move, so the shell renders
+    the whole (frozen-layout) figure rather than blitting.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.mask_editor import draw, refresh, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> first = draw(fig, update(3))
+    >>> refresh(fig, update(3, lengths=[3, 0]))
+    >>> fig.axes[1] is first[1], fig.axes[1].get_title()
+    (True, 'example 1\\n0 real, 3 padding')
+    >>> [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    ['q0  Σ=0.00', 'q1  Σ=0.00', 'q2  Σ=0.00']
+    """
+    from .. import plots
+
+    batch = state.weights.shape[0]
+    axes = fig.axes[:batch]
+    shown = [ax.images[0].get_array().shape if ax.images else None for ax in axes]
+    if len(axes) != batch or any(shape != state.weights.shape[1:] for shape in shown):
+        fig.clear()
+        draw(fig, state)
+        return None
+    for b, ax in enumerate(axes):
+        plots.update_attention_heatmap(ax, state.weights[b], mask=state.mask[b])
+        ax.set_yticks(range(state.length), _row_labels(state, b))
+        ax.set_xticks(range(state.length), _key_labels(state, b))
+        ax.set_title(_title(state, b))
+    return None
+
+
+def table(state):
+    """The weights and row sums of every example as accessible HTML tables.
+
+    Blocked cells read "blocked", so a screen reader tells them from a weight of 0.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.mask_editor import table, update
+    >>> "blocked" in table(update(2, causal=True))
+    True
+    """
+    parts = []
+    for b in range(state.weights.shape[0]):
+        rows = []
+        for t in range(state.length):
+            cells = [
+                f"{state.weights[b, t, j]:.3f}" if state.mask[b, t, j] else "blocked"
+                for j in range(state.length)
+            ]
+            rows.append([f"query {t}", *cells, f"{state.row_sums[b, t]:.3f}"])
+        header = ["", *(f"key {j}" for j in range(state.length)), "row sum"]
+        caption = (f"example {b}: {state.lengths[b]} real tokens, causal "
+                   f"{'on' if state.causal else 'off'}")
+        parts.append(html_table(rows, header, caption=caption))
+    return "".join(parts)
+
+
+def _readout(values, state):
+    empty = int(state.empty_rows.sum())
+    return (
+        f"<b>T = {state.length}</b> · causal {'on' if state.causal else 'off'} · real tokens "
+        f"{', '.join(map(str, state.lengths))} · {len(state.blocked)} cell(s) blocked by hand · "
+        f"<b>{empty}</b> empty row(s) (weights and output 0)"
+    )
+
+
+class CellGrid(widgets.GridBox):
+    """A T x T grid of toggle buttons, one per (query, key) cell; ``value`` = blocked cells.
+
+    ``value`` is a sorted tuple of ``(query, key)`` pairs, so it can be an
+    explorer control like any slider. The buttons are real ``<button>``s:
+    Tab reaches them and Space toggles. :meth:`resize` rebuilds the grid for a
+    new length and drops blocked cells that fall outside it.
+
+    Examples
+    --------
+    >>> grid = CellGrid(3)
+    >>> grid.buttons[2, 0].value = True
+    >>> grid.value
+    ((2, 0),)
+    >>> grid.resize(2)
+    >>> grid.value
+    ()
+    """
+
+    value = traitlets.Tuple()
+
+    def __init__(self, length, value=(), **kwargs):
+        super().__init__(**kwargs)
+        self.add_class("attn-cell-grid")
+        self._syncing = False
+        self.buttons = {}
+        self.resize(length, value)
+
+    def resize(self, length, value=None):
+        """Rebuild the buttons for a ``length x length`` grid, keeping the blocked cells inside."""
+        length = int(length)
+        value = self.value if value is None else value
+        kept = tuple(sorted((int(q), int(k)) for q, k in value if q < length and k < length))
+        for child in self.children:  # the old buttons and labels
+            child.close()
+        self.buttons = {}
+        children = [widgets.Label("")] + [
+            widgets.Label(f"k{k}", layout=widgets.Layout(justify_content="center"))
+            for k in range(length)
+        ]
+        for q in range(length):
+            children.append(widgets.Label(f"q{q}"))
+            for k in range(length):
+                button = widgets.ToggleButton(
+                    value=(q, k) in kept, layout=widgets.Layout(width="34px", height="28px")
+                )
+                self._style(button, q, k)
+                button.observe(self._on_button, names="value")
+                self.buttons[q, k] = button
+                children.append(button)
+        self.layout = widgets.Layout(
+            grid_template_columns=f"28px repeat({length}, 34px)", grid_gap="2px"
+        )
+        self.children = children
+        self._syncing = True
+        try:
+            self.value = kept
+        finally:
+            self._syncing = False
+
+    @staticmethod
+    def _style(button, q, k):
+        blocked = button.value
+        button.description = "✕" if blocked else "·"
+        action = "blocked by hand (click to allow)" if blocked else "open (click to block)"
+        button.tooltip = f"query {q}, key {k}: {action}"
+
+    def _on_button(self, change):
+        if self._syncing:
+            return
+        for (q, k), button in self.buttons.items():
+            if button is change["owner"]:
+                self._style(button, q, k)
+        self.value = tuple(sorted(cell for cell, button in self.buttons.items() if button.value))
+
+    @traitlets.observe("value")
+    def _on_value(self, change):
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            chosen = set(change["new"])
+            for (q, k), button in self.buttons.items():
+                button.value = (q, k) in chosen
+                self._style(button, q, k)
+        finally:
+            self._syncing = False
+
+    def close(self):
+        for child in self.children:
+            child.close()
+        super().close()
+
+
+def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, style="default"):
+    """The live mask editor for a batch of two examples.
+
+    Controls, in order: the length ``T`` (main control), causal on/off, the
+    real tokens of each example (their maximum follows ``T``) and a
+    :class:`CellGrid` to block single cells by hand.
+
+    Returns
+    -------
+    attention_lib.widgets.Explorer
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.mask_editor import mask_editor_explorer
+    >>> editor = mask_editor_explorer()
+    >>> editor
+    <mask editor explorer: run the notebook to interact>
+    >>> bool(editor.set(length_1=0).empty_rows[1].all())
+    True
+    """
+    if not 1 <= length <= MAX_LENGTH:
+        raise ValueError(f"length must lie between 1 and {MAX_LENGTH}; got {length!r}.")
+    if len(lengths) != BATCH:
+        raise ValueError(f"lengths must give {BATCH} examples; got {lengths!r}.")
+    slider = {"continuous_update": False, "style": {"description_width": "initial"}}
+    size = widgets.IntSlider(length, 1, MAX_LENGTH, description="T", **slider,
+                             layout=widgets.Layout(width="220px"))
+    causal_box = widgets.Checkbox(bool(causal), description="causal", indent=False,
+                                  layout=widgets.Layout(width="90px"))
+    length_sliders = [
+        widgets.IntSlider(min(n, length), 0, length, description=f"real tokens in example {b}",
+                          **slider, layout=widgets.Layout(width="380px"))
+        for b, n in enumerate(lengths)
+    ]
+    grid = CellGrid(length, blocked)
+    following = [False]  # True while the controls below T follow a change of T
+
+    def follow_length(change):
+        # Runs before the explorer's own observer (registered first): the sliders'
+        # ranges and the grid follow T, and an example that was full stays full.
+        old, new = change["old"], change["new"]
+        following[0] = True
+        try:
+            for s in length_sliders:
+                full = s.value == old
+                s.max = new
+                if full:
+                    s.value = new
+            grid.resize(new)
+        finally:
+            following[0] = False
+
+    size.observe(follow_length, names="value")
+    controls = {
+        "length": size,
+        "causal": causal_box,
+        "length_0": length_sliders[0],
+        "length_1": length_sliders[1],
+        "blocked": grid,
+    }
+    figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
+    explorer = Explorer("mask editor", controls, update_from_controls, draw, table, _readout,
+                        refresh=refresh, figsize=figsize, style=style)
+    explorer.widget.children[0].layout.flex_flow = "row wrap"
+
+    # A change of T moves the dependent controls too; redraw once (for T), not once per
+    # control that followed. The shell has no public hook for this yet, hence _on_change.
+    def redraw_unless_following(change):
+        if not following[0]:
+            explorer._on_change(change)
+
+    for control in (*length_sliders, grid):
+        control.unobserve(explorer._on_change, names="value")
+        control.observe(redraw_unless_following, names="value")
+    return explorer
+
+
+EXPLORER = ExplorerSpec(
+    name="mask_editor",
+    factory=mask_editor_explorer,
+    update=update_from_controls,
+    draw=draw,
+    figsize=FIGSIZE,
+    changes=(
+        *({"length": n} for n in range(1, MAX_LENGTH + 1)),
+        {"causal": False},
+        {"length_1": 2},
+        {"blocked": ((3, 0), (3, 1))},
+        {"causal": True},
+        {"length_0": 0},
+        *({"length": n} for n in range(MAX_LENGTH - 1, 0, -1)),
+    ),
+)

@@ -1,0 +1,359 @@
+"""Explorer for notebook 02: why divide the scores by sqrt(d_k) (chapter 19.2).
+
+Controls: ``d_k`` (log steps 1 ... 4096) and whether the scores are scaled.
+The state holds random scores at initialisation (standard-normal queries and
+keys), one row of softmax weights, and how saturated the softmax is: the row
+entropy, the largest weight and the norm of the softmax Jacobian (how much a
+nudge of the scores still moves the weights, i.e. how much gradient flows).
+
+:func:`update` is pure (NumPy only); drawing and the widget shell live in
+the functions below it (matplotlib through :mod:`attention_lib.plots`). The
+axes are fixed (log bins for the scores' sizes), so after the first drawing
+:func:`refresh` only moves the bars, lines and titles and the shell blits them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..attention import masked_softmax
+from ..variance import random_scores, softmax_entropy, softmax_jacobian_norm
+from ._layout import margins
+from ._shell import Explorer, ExplorerSpec, html_table
+
+__all__ = [
+    "D_K_CHOICES",
+    "EXPLORER",
+    "SqrtDkState",
+    "draw",
+    "refresh",
+    "sqrt_dk_explorer",
+    "table",
+    "update",
+]
+
+#: The slider's stops: powers of two from 1 to 4096.
+D_K_CHOICES = tuple(2**i for i in range(13))
+
+#: Default sizes: the same as :func:`attention_lib.saturation_stats`, so the
+#: explorer's averages equal ``saturation_stats(d_k, scaled=...)``.
+N_QUERIES = 64
+N_KEYS = 64
+
+
+class SqrtDkState(NamedTuple):
+    """What the sqrt(d_k) explorer shows for one setting of its controls."""
+
+    d_k: int
+    scaled: bool
+    scores: np.ndarray  #: (n_queries, n_keys) scores, divided by sqrt(d_k) if scaled
+    row: int  #: index of the query row shown as a bar chart
+    row_weights: np.ndarray  #: (n_keys,) softmax weights of that row
+    score_mean: float
+    score_std: float
+    score_var: float
+    row_entropy: float  #: entropy (nats) of the shown row
+    row_max_weight: float
+    row_jacobian_norm: float
+    entropy: float  #: averaged over all rows, like saturation_stats
+    max_weight: float
+    jacobian_norm: float
+    uniform_entropy: float  #: log(n_keys): the entropy of a perfectly flat row
+
+
+def update(d_k, scaled=True, *, n_queries=N_QUERIES, n_keys=N_KEYS, row=0, seed=0):
+    """Scores, one weight row and saturation numbers at width ``d_k``.
+
+    Parameters
+    ----------
+    d_k : int
+        Width of queries and keys (the slider offers :data:`D_K_CHOICES`,
+        but any whole number >= 1 works).
+    scaled : bool, default True
+        Divide the scores by ``sqrt(d_k)`` (the attention layer) or not.
+    n_queries, n_keys : int
+        Size of the random score matrix.
+    row : int
+        Which query row to show as a bar chart.
+    seed : int
+        Seed of the random queries and keys; the same seed with and without
+        scaling uses the same vectors, so the toggle only changes the scale.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.sqrt_dk import update
+    >>> flat, sharp = update(1024, scaled=True), update(1024, scaled=False)
+    >>> bool(sharp.max_weight > 0.9 > 0.2 > flat.max_weight)
+    True
+    """
+    scores = random_scores(d_k, n_queries, n_keys, scaled=scaled, seed=seed)
+    if not 0 <= row < scores.shape[0]:
+        raise ValueError(
+            f"row must lie between 0 and n_queries - 1 = {scores.shape[0] - 1}; got {row}."
+        )
+    weights = masked_softmax(scores)
+    entropy = softmax_entropy(weights)
+    jacobian = softmax_jacobian_norm(weights)
+    row_weights = weights[row]
+    return SqrtDkState(
+        d_k=int(d_k),
+        scaled=bool(scaled),
+        scores=scores,
+        row=int(row),
+        row_weights=row_weights,
+        score_mean=float(scores.mean()),
+        score_std=float(scores.std()),
+        score_var=float(scores.var()),
+        row_entropy=float(entropy[row]),
+        row_max_weight=float(row_weights.max()),
+        row_jacobian_norm=float(jacobian[row]),
+        entropy=float(entropy.mean()),
+        max_weight=float(weights.max(axis=-1).mean()),
+        jacobian_norm=float(jacobian.mean()),
+        uniform_entropy=float(np.log(scores.shape[-1])),
+    )
+
+
+#: Figure size of the live explorer and of its static first-state figure (inches).
+FIGSIZE = (9.0, 3.9)
+#: The same for the board style (large fonts need a larger figure).
+BOARD_FIGSIZE = (16.0, 8.0)
+
+
+def _mode(scaled):
+    return "scaled by 1/√d_k" if scaled else "unscaled"
+
+
+#: Log-spaced bins for |score|, 10 per decade from 1e-3 to 1e3: wide enough for d_k = 4096
+#: unscaled (std 64) and fixed, so the axes never change and only the bars move.
+MAGNITUDE_BINS = np.logspace(-3.0, 3.0, 61)
+_HIST_PEAK = 0.16  # on log bins |N(0, s^2)| puts at most ~11 % of the scores in one bin
+
+
+def _magnitude_counts(scores):
+    """How many |scores| fall in each of :data:`MAGNITUDE_BINS` (clipped into the end bins)."""
+    magnitudes = np.clip(np.abs(scores).ravel(), MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
+    return np.histogram(magnitudes, bins=MAGNITUDE_BINS)[0]
+
+
+def _normal_reference_counts(n):
+    """Expected counts per bin for |z| with z ~ N(0, 1): where the scale puts the scores."""
+    from math import erf, sqrt
+
+    cdf = np.array([erf(b / sqrt(2.0)) for b in MAGNITUDE_BINS])  # P(|z| <= b)
+    return n * np.diff(cdf)
+
+
+def _titles(state):
+    hist = f"d_k = {state.d_k}, {_mode(state.scaled)}\nscore std {state.score_std:.2f}"
+    row = (f"query {state.row}: largest weight {state.row_max_weight:.2f}\n"
+           f"entropy {state.row_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}")
+    return hist, row
+
+
+def _row_segments(weights):
+    return [((i, 0.0), (i, w)) for i, w in enumerate(weights)]
+
+
+def _row_colors(weights):
+    import matplotlib as mpl
+
+    return mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0.0, 1.0))
+
+
+def _row_bars(ax, weights):
+    """The weights of one query over all its keys as thin bars (too many keys to label each).
+
+    Private until :func:`attention_lib.plots.weight_bars` can skip its per-bar labels.
+    One LineCollection instead of n bar patches: the same picture, less to draw.
+    """
+    n = weights.size
+    bars = ax.vlines(np.arange(n), 0.0, weights, colors=_row_colors(weights),
+                     linewidth=max(1.0, 240.0 / n), gid="row-weights")
+    ax.axhline(1.0 / n, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}",
+               gid="uniform")
+    ax.set_xlim(-1, n)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("key")
+    ax.set_ylabel("weight")
+    ax.legend(loc="upper right")
+    return bars
+
+
+def draw(fig, state):
+    """Histogram of the scores' sizes |q . k| on a log axis (left), one query's weights (right).
+
+    On a log axis, multiplying every score by a factor shifts the histogram
+    sideways without changing its shape: unscaled, it slides right by
+    sqrt(2) per doubling of ``d_k``; scaled, it stays on the dashed
+    reference (where ``|z|`` of a standard normal ``z`` lies).
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.sqrt_dk import draw, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> hist_ax, row_ax = draw(fig, update(64, scaled=False))
+    >>> hist_ax.get_xscale(), hist_ax.get_xlabel(), row_ax.get_ylabel()
+    ('log', '|score| (log scale)', 'weight')
+    """
+    from .. import plots
+
+    # Fixed margins instead of constrained layout: the layout pass would cost more than the
+    # whole rest of a redraw, and these two panels do not change size.
+    fig.set_layout_engine("none")
+    hist_ax, row_ax = fig.subplots(
+        1, 2, gridspec_kw={"width_ratios": [1.0, 1.25],
+                           **margins(fig, left=0.75, right=0.15, bottom=0.6, top=0.6, gap=0.75)},
+    )
+    hist_title, row_title = _titles(state)
+    n = state.scores.size
+    bars = plots.score_histogram(
+        np.clip(np.abs(state.scores), MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1]),
+        ax=hist_ax, bins=MAGNITUDE_BINS, density=False, title=hist_title,
+        xlabel="|score| (log scale)",
+    )
+    for bar in bars:
+        bar.set_gid("magnitude-bar")
+    hist_ax.set_xscale("log")
+    hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
+    hist_ax.set_ylim(0.0, _HIST_PEAK * n)
+    hist_ax.stairs(_normal_reference_counts(n), MAGNITUDE_BINS, color="#D55E00",
+                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: the scaled target",
+                   gid="normal-reference")
+    hist_ax.axvline(state.score_std, color="black", linewidth=1.2, gid="score-std",
+                    label="score std")
+    hist_ax.legend(loc="upper left")
+    _row_bars(row_ax, state.row_weights)
+    row_ax.set_title(row_title)
+    return hist_ax, row_ax
+
+
+def refresh(fig, state):
+    """Move what :func:`draw` made to show ``state``; the axes never change.
+
+    Returns the moving artists (histogram bars, std line, bars of the row,
+    both titles), the same ones every time, so the shell can blit them. The
+    reference outline and the uniform line come back too, after the bars:
+    blitting draws in list order, and they must stay on top as in a fresh drawing.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.sqrt_dk import draw, refresh, update
+    >>> fig, _ = plots.new_figure(0, pyplot=False)
+    >>> _ = draw(fig, update(4, scaled=False))
+    >>> moved = refresh(fig, update(4096, scaled=False))
+    >>> fig.axes[0].get_title()
+    'd_k = 4096, unscaled\\nscore std 62.98'
+    """
+    hist_ax, row_ax = fig.axes[:2]
+    bars = [p for p in hist_ax.patches if p.get_gid() == "magnitude-bar"]
+    for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
+        bar.set_height(count)
+    (std_line,) = [a for a in hist_ax.lines if a.get_gid() == "score-std"]
+    std_line.set_xdata([state.score_std, state.score_std])
+    (row_bars,) = [c for c in row_ax.collections if c.get_gid() == "row-weights"]
+    row_bars.set_segments(_row_segments(state.row_weights))
+    row_bars.set_color(_row_colors(state.row_weights))
+    hist_title, row_title = _titles(state)
+    hist_ax.title.set_text(hist_title)
+    row_ax.title.set_text(row_title)
+    (reference,) = [a for a in hist_ax.patches if a.get_gid() == "normal-reference"]
+    (uniform,) = [a for a in row_ax.lines if a.get_gid() == "uniform"]
+    return [*bars, reference, std_line, row_bars, uniform, hist_ax.title, row_ax.title]
+
+
+def table(state):
+    """The numbers the explorer shows, as an accessible HTML table.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.sqrt_dk import table, update
+    >>> "<caption>" in table(update(16))
+    True
+    """
+    rows = [
+        ["score mean", state.score_mean, "—"],
+        ["score standard deviation", state.score_std, "—"],
+        ["entropy (nats)", state.row_entropy, state.entropy],
+        ["largest weight", state.row_max_weight, state.max_weight],
+        ["softmax Jacobian norm ‖J‖", state.row_jacobian_norm, state.jacobian_norm],
+        ["entropy of uniform weights", state.uniform_entropy, state.uniform_entropy],
+    ]
+    caption = (
+        f"d_k = {state.d_k}, {_mode(state.scaled)}, {state.scores.shape[0]} queries x "
+        f"{state.scores.shape[1]} keys"
+    )
+    return html_table(rows, ["quantity", f"query {state.row}", "average over queries"],
+                      caption=caption)
+
+
+def _readout(values, state):
+    return (
+        f"<b>d_k = {state.d_k}</b>, {_mode(state.scaled)} · score std {state.score_std:.2f} · "
+        f"query {state.row}: max weight <b>{state.row_max_weight:.2f}</b>, entropy "
+        f"{state.row_entropy:.2f} of {state.uniform_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}"
+    )
+
+
+def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
+    """The live explorer: a log-step ``d_k`` slider (main control) and a scale toggle.
+
+    Parameters
+    ----------
+    d_k : int, default 256
+        Starting width, one of :data:`D_K_CHOICES`.
+    scaled : bool, default False
+        Start with or without the 1/sqrt(d_k) scale.
+    style : {"default", "board"}
+
+    Returns
+    -------
+    attention_lib.widgets.Explorer
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.sqrt_dk import sqrt_dk_explorer
+    >>> explorer = sqrt_dk_explorer()
+    >>> explorer
+    <sqrt(d_k) explorer: run the notebook to interact>
+    >>> explorer.set(d_k=4096, scaled=True).score_std < 1.2
+    True
+    """
+    import ipywidgets as widgets
+
+    if d_k not in D_K_CHOICES:
+        raise ValueError(f"d_k must be one of {D_K_CHOICES} (powers of two); got {d_k!r}.")
+    controls = {
+        "d_k": widgets.SelectionSlider(
+            options=[(str(d), d) for d in D_K_CHOICES],
+            value=d_k,
+            description="d_k",
+            continuous_update=False,
+            readout=True,
+            layout=widgets.Layout(width="360px"),
+        ),
+        "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k",
+                                   indent=False),
+    }
+    figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
+    return Explorer("sqrt(d_k)", controls, update, draw, table, _readout, refresh=refresh,
+                    figsize=figsize, style=style)
+
+
+EXPLORER = ExplorerSpec(
+    name="sqrt_dk",
+    factory=sqrt_dk_explorer,
+    update=update,
+    draw=draw,
+    figsize=FIGSIZE,
+    changes=(
+        *({"d_k": d} for d in D_K_CHOICES),
+        {"scaled": True},
+        *({"d_k": d} for d in reversed(D_K_CHOICES)),
+        {"scaled": False},
+    ),
+)
