@@ -60,6 +60,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import os
 import re
 import time
@@ -689,9 +690,21 @@ def shows_value(readout: str, value: str) -> bool:
 
     >>> shows_value("angle -130°", "\u2212130"), shows_value("angle -130°", "130")
     (True, False)
+
+    A log slider's readout formats numbers its own way ("1e-6"); the readout
+    may write the same number differently ("1e-06"), which counts too:
+
+    >>> shows_value("h = 1e-06: ...", "1e-6"), shows_value("h = 1e-05", "1e-6")
+    (True, False)
     """
     value, readout = (t.replace("\u2212", "-") for t in (value, readout))
-    return re.search(rf"(?<![\d.-]){re.escape(value)}(?!\.?\d)", readout) is not None
+    if re.search(rf"(?<![\d.-]){re.escape(value)}(?!\.?\d)", readout):
+        return True
+    if "e" not in value.lower():
+        return False
+    number = float(value)
+    written = re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", readout)
+    return any(math.isclose(float(token), number, rel_tol=1e-9) for token in written)
 
 
 def _drag_slider(page: Page, explorer: Explorer) -> None:

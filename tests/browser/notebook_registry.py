@@ -36,6 +36,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # notebook path (relative to the repository root) -> what its explorer promises
 REGISTRY: dict[str, Expectation] = {
     "notebooks/01_soft_lookup.ipynb": Expectation(),
+    "notebooks/02_why_sqrt_dk.ipynb": Expectation(),
+    "notebooks/03_masks.ipynb": Expectation(),
     "notebooks/04_backward.ipynb": Expectation(),
     "notebooks/05_self_and_cross.ipynb": Expectation(),
     # "notebooks/06_teach_it.ipynb": Expectation(control="button", reason="board mode: Next"),
