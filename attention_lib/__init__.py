@@ -40,6 +40,7 @@ from .variance import (
     saturation_stats,
     softmax_entropy,
     softmax_jacobian_norm,
+    variance_standard_error,
 )
 
 _LAZY_SUBMODULES = ("pitfalls", "plots", "widgets")
@@ -76,5 +77,6 @@ __all__ = [
     "softmax_jacobian_norm",
     "valid_from_lengths",
     "validate_mask",
+    "variance_standard_error",
     "widgets",
 ]

@@ -71,6 +71,28 @@ def dot_product_variance(width, samples=50_000, seed=19):
     return sum_sq_dev / count
 
 
+def variance_standard_error(width, samples):
+    """Sampling standard deviation of :func:`dot_product_variance`'s estimate.
+
+    For ``s = q . k`` with standard-normal entries, ``E[s^2] = d`` and
+    ``E[s^4] = 3 d^2 + 6 d``, so ``Var(s^2) = 2 d^2 + 6 d`` and the variance
+    estimated from ``n`` samples has standard error about
+    ``d * sqrt((2 + 6 / d) / n)``. Tests and notebooks accept an estimate
+    within a few of these: a tolerance that follows from the sample count
+    instead of a guess.
+
+    Examples
+    --------
+    >>> round(variance_standard_error(64, 50_000), 3)
+    0.409
+    >>> round(variance_standard_error(1, 10_000), 4)  # sqrt(8 / 10_000)
+    0.0283
+    """
+    width = require_whole_number(width, "width")
+    samples = require_whole_number(samples, "samples", minimum=2)
+    return width * float(np.sqrt((2.0 + 6.0 / width) / samples))
+
+
 def random_scores(d_k, n_queries=64, n_keys=64, *, scaled=True, seed=0):
     """Scores of random standard-normal queries against random keys.
 

@@ -20,15 +20,12 @@ from attention_lib import (
     random_scores,
     saturation_stats,
     softmax_entropy,
+    variance_standard_error,
 )
 
 WIDTHS = [1, 4, 16, 64, 256, 1024]
 SAMPLES = 10_000  # what the notebook uses
 Z = 5.0
-
-
-def variance_standard_error(d, n):
-    return d * np.sqrt((2.0 + 6.0 / d) / n)
 
 
 def test_fourth_moment_formula_used_for_the_tolerance():

@@ -12,22 +12,15 @@ from attention_lib import (
     saturation_stats,
     softmax_entropy,
     softmax_jacobian_norm,
+    variance_standard_error,
 )
-
-
-def standard_error_of_variance(width, samples):
-    """Sampling std of the variance estimate of s = q . k (q, k standard normal).
-
-    E[s^2] = d and E[s^4] = 3 d^2 + 6 d, so Var(s^2) = 2 d^2 + 6 d.
-    """
-    return np.sqrt((2 * width**2 + 6 * width) / samples)
 
 
 @pytest.mark.parametrize("width", [1, 4, 16, 64, 256])
 def test_dot_product_variance_is_close_to_width(width):
     samples = 20_000
     estimate = dot_product_variance(width, samples=samples, seed=width)
-    assert abs(estimate - width) < 5 * standard_error_of_variance(width, samples)
+    assert abs(estimate - width) < 5 * variance_standard_error(width, samples)
 
 
 def test_dot_product_variance_is_reproducible_and_seeded():
@@ -98,3 +91,10 @@ def test_jacobian_norm_matches_the_explicit_jacobian():
     for row, norm in zip(weights, softmax_jacobian_norm(weights), strict=True):
         jacobian = np.diag(row) - np.outer(row, row)
         assert norm == pytest.approx(np.linalg.norm(jacobian))
+
+
+def test_variance_standard_error_matches_the_spread_of_estimates():
+    # 40 independent estimates at width 8: their spread is the standard error.
+    width, samples = 8, 2_000
+    estimates = [dot_product_variance(width, samples, seed=s) for s in range(40)]
+    assert np.std(estimates) == pytest.approx(variance_standard_error(width, samples), rel=0.3)
