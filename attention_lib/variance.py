@@ -84,7 +84,7 @@ def variance_standard_error(width, samples):
     Examples
     --------
     >>> round(variance_standard_error(64, 50_000), 3)
-    0.409
+    0.414
     >>> round(variance_standard_error(1, 10_000), 4)  # sqrt(8 / 10_000)
     0.0283
     """
