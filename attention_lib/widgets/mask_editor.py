@@ -433,24 +433,18 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
         for b, n in enumerate(lengths)
     ]
     grid = CellGrid(length, blocked)
-    following = [False]  # True while the controls below T follow a change of T
 
     def follow_length(change):
-        # Runs before the explorer's own observer (registered first): the sliders'
-        # ranges and the grid follow T, and an example that was full stays full.
+        # The sliders' ranges and the grid follow T, and an example that was full stays
+        # full. The shell runs this inside the batch of the T change: one redraw in all.
         old, new = change["old"], change["new"]
-        following[0] = True
-        try:
-            for s in length_sliders:
-                full = s.value == old
-                s.max = new
-                if full:
-                    s.value = new
-            grid.resize(new)
-        finally:
-            following[0] = False
+        for s in length_sliders:
+            full = s.value == old
+            s.max = new
+            if full:
+                s.value = new
+        grid.resize(new)
 
-    size.observe(follow_length, names="value")
     controls = {
         "length": size,
         "causal": causal_box,
@@ -460,18 +454,8 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
     }
     figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
     explorer = Explorer("mask editor", controls, update_from_controls, draw, table, _readout,
-                        refresh=refresh, figsize=figsize, style=style)
-    explorer.widget.children[0].layout.flex_flow = "row wrap"
-
-    # A change of T moves the dependent controls too; redraw once (for T), not once per
-    # control that followed. The shell has no public hook for this yet, hence _on_change.
-    def redraw_unless_following(change):
-        if not following[0]:
-            explorer._on_change(change)
-
-    for control in (*length_sliders, grid):
-        control.unobserve(explorer._on_change, names="value")
-        control.observe(redraw_unless_following, names="value")
+                        refresh=refresh, follow={"length": follow_length}, figsize=figsize,
+                        style=style)
     return explorer
 
 
