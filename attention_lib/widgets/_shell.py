@@ -9,12 +9,11 @@ An explorer is three pure pieces written once per chapter idea:
 and this shell, which wires them to controls. On every change of a control's
 ``value`` (or once per :meth:`Explorer.batch` of changes) it calls ``update``,
 redraws one reused Agg figure (never a new pyplot figure) and hands PNG bytes
-to a ``widgets.Image``. An ``Image``
-rather than a ``widgets.Output`` because output captured in an ``Output``
-leaks into the cell under nbval; an ``Image`` keeps explorer cells strictly
-comparable. The PNG is encoded straight from the Agg buffer at a modest dpi
-with zlib level 1: most of a redraw's cost is rendering and encoding, not
-the science.
+to a ``widgets.Image``. An ``Image`` rather than a ``widgets.Output`` because
+output captured in an ``Output`` leaks into the cell under nbval; an ``Image``
+keeps explorer cells strictly comparable. The PNG is encoded straight from the
+Agg buffer at a modest dpi with zlib level 1: most of a redraw's cost is
+rendering and encoding, not the science.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ __all__ = ["Explorer", "ExplorerSpec", "html_table", "render_png"]
 #: Resolution of the live figure: readable on a laptop screen, cheap to encode.
 LIVE_DPI = 72
 
-#: The static key before anything is drawn: equal to no key, so the first change draws in full.
+#: The static key before anything is drawn: equal to no key, so the first update draws in full.
 _NOT_DRAWN = object()
 
 
@@ -380,15 +379,15 @@ class Explorer:
         self._shown_key = self._static_key(self.state)
         self._background = None
         moving = self._refresh_artists(fig, self.state)  # same state: names, does not move
-        if moving is None:
-            png = render_png(fig)
-            fig.set_layout_engine("none")  # keep the positions the first layout found
-            return png
-        moving = list(moving)
-        for artist in moving:
-            artist.set_animated(True)  # left out of canvas.draw(), drawn by _blit
+        if moving is not None:
+            moving = list(moving)
+            for artist in moving:
+                artist.set_animated(True)  # left out of canvas.draw(), drawn by _blit
         fig.canvas.draw()
+        # Keep the positions this layout pass found: none per change.
         fig.set_layout_engine("none")
+        if moving is None:  # nothing to blit: changes render the frozen figure in full
+            return _encode(fig.canvas)
         self._background = fig.canvas.copy_from_bbox(fig.bbox)
         return self._blit(moving)
 
