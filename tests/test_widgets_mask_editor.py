@@ -147,21 +147,101 @@ def test_length_one_and_every_key_masked_do_not_raise(editor):
     assert "0.000" in editor.table.value
 
 
-def test_in_place_refresh_draws_what_a_fresh_editor_draws():
-    """Same-T changes update the heatmaps in place; T changes redraw: both match a new editor."""
+def _pixels(png):
     from io import BytesIO
 
     from PIL import Image
 
+    return np.asarray(Image.open(BytesIO(png)).convert("RGB"), dtype=int)
+
+
+def _drawn_from_scratch(draw, state):
+    """PNG of ``state`` drawn on a new figure, no blitting: what the fast path must match."""
+    from attention_lib import plots
+    from attention_lib.widgets import LIVE_DPI, render_png
+
+    with plots.series_style("default"):  # the style the shell draws in
+        fig, _ = plots.new_figure(0, figsize=mask_editor.FIGSIZE, pyplot=False, dpi=LIVE_DPI)
+        draw(fig, state)
+        return render_png(fig)
+
+
+@pytest.mark.parametrize(
+    ("changes", "new_drawings"),
+    [
+        # same T throughout: every change blits
+        ([{"causal": False}, {"blocked": ((2, 1),)}, {"length_1": 1}, {"causal": True},
+          {"length_0": 2}], 0),
+        # a new T is drawn from scratch, the changes at that T blit
+        ([{"length": 6}, {"blocked": ((2, 1), (5, 0))}, {"length_1": 2}, {"causal": False}], 1),
+        # T = 8: no numbers in the cells
+        ([{"length": 8}, {"length_0": 3}, {"blocked": ((7, 7),)}, {"causal": False}], 1),
+        # row 0 empties (its row sum label changes) and refills: both drawn from scratch
+        ([{"blocked": ((0, 0),)}, {"length_1": 4}, {"blocked": ()}], 2),
+    ],
+    ids=["same-T", "new-T-then-same-T", "T-8", "empty-row"],
+)
+def test_fast_path_frames_match_a_fresh_editor_and_a_fresh_drawing(
+    monkeypatch, changes, new_drawings
+):
+    drawings = []
+    draw = mask_editor.draw
+
+    def counting_draw(fig, state):
+        drawings.append(state.length)
+        return draw(fig, state)
+
+    monkeypatch.setattr(mask_editor, "draw", counting_draw)
     live = mask_editor.mask_editor_explorer()
-    for change in ({"causal": False}, {"blocked": ((2, 1),)}, {"length": 6}, {"length_1": 1},
-                   {"causal": True}):
+    for change in changes:
         live.set(**change)
-    fresh = mask_editor.mask_editor_explorer(6, True, (6, 1), ((2, 1),))
-    pixels = [np.asarray(Image.open(BytesIO(e.png))) for e in (live, fresh)]
-    np.testing.assert_array_equal(pixels[0], pixels[1])
+        frame = _pixels(live.png)
+        np.testing.assert_array_equal(frame, _pixels(_drawn_from_scratch(draw, live.state)))
+    assert len(drawings) == 1 + new_drawings  # the first drawing, then only where expected
+
+    values = live.values
+    fresh = mask_editor.mask_editor_explorer(
+        values["length"], values["causal"], (values["length_0"], values["length_1"]),
+        values["blocked"],
+    )
+    assert fresh.state.lengths == live.state.lengths
+    np.testing.assert_array_equal(frame, _pixels(fresh.png))
     live.close()
     fresh.close()
+
+
+def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
+    """T moves the sliders and rebuilds the grid inside one batch: one update in all."""
+    calls = []
+    update = mask_editor.update_from_controls
+
+    def counting_update(**values):
+        calls.append(values)
+        return update(**values)
+
+    monkeypatch.setattr(mask_editor, "update_from_controls", counting_update)
+    editor = mask_editor.mask_editor_explorer(blocked=((4, 0), (1, 1)))
+    frames = count_frames(editor)
+    calls.clear()
+    editor.controls["length"].value = 3  # the slider, as a user drags it: no batch around it
+    assert len(calls) == 1 and len(frames) == 1
+    assert calls[0] == {"length": 3, "causal": True, "length_0": 3, "length_1": 3,
+                        "blocked": ((1, 1),)}
+    editor.set(causal=False, length_1=1, blocked=((0, 0),))  # three controls, one batch
+    assert len(calls) == 2 and len(frames) == 2
+    assert editor.state.lengths == (3, 1) and editor.state.blocked == {(0, 0)}
+    editor.close()
+
+
+def test_static_key_changes_with_length_and_row_sums_only():
+    key = mask_editor.static_key
+    base = mask_editor.update(4, True, (4, 2))
+    for same in (mask_editor.update(4, False, (4, 2)), mask_editor.update(4, True, (3, 1)),
+                 mask_editor.update(4, True, (4, 2), {(3, 0), (2, 2)})):
+        assert key(same) == key(base)
+    for other in (mask_editor.update(5, True, (4, 2)), mask_editor.update(4, True, (4, 0)),
+                  mask_editor.update(4, True, (4, 2), {(0, 0)})):
+        assert key(other) != key(base)
 
 
 def test_static_figure():

@@ -34,14 +34,17 @@ def _draw(fig, state):
     plots.arrows_2d(ax, [[1.0, 0.0]], query=state["point"], limit=2.5)
 
 
-def _explorer(**kwargs):
-    controls = {
+def _controls():
+    return {
         "angle": ipywidgets.FloatSlider(0.0, min=-3.0, max=3.0, continuous_update=False),
         "scale": ipywidgets.FloatSlider(1.0, min=0.0, max=2.0, continuous_update=False),
     }
+
+
+def _explorer(**kwargs):
     return Explorer(
         "toy",
-        controls,
+        _controls(),
         _update,
         _draw,
         table=lambda s: html_table([["x", s["point"][0]], ["y", s["point"][1]]], ["", "value"]),
@@ -217,3 +220,100 @@ def test_blitted_png_matches_a_full_render_of_the_same_state():
     assert blitted.shape == full.shape
     differing = np.any(np.abs(blitted - full) > 40, axis=-1).mean()
     assert differing < 0.01  # the same picture (antialiasing aside)
+
+
+def _pixels(png):
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
+
+
+def _counting_update(calls):
+    def update(angle, scale):
+        calls.append((angle, scale))
+        return _update(angle, scale)
+
+    return update
+
+
+def test_batch_and_set_run_one_update_and_one_redraw_per_batch():
+    calls = []
+    explorer = Explorer("toy", _controls(), _counting_update(calls), _draw, lambda s: "",
+                        lambda v, s: "", figsize=(3.0, 2.5))
+    frames = []
+    explorer.figure.observe(lambda change: frames.append(change["new"]), names="value")
+    calls.clear()
+    with explorer.batch():
+        explorer.controls["angle"].value = 1.0
+        with explorer.batch():  # nested: the outermost block decides
+            explorer.controls["scale"].value = 2.0
+        assert calls == [] and frames == []
+    assert calls == [(1.0, 2.0)] and len(frames) == 1
+
+    state = explorer.set(angle=2.0, scale=0.5)
+    assert calls[1:] == [(2.0, 0.5)] and len(frames) == 2
+    np.testing.assert_allclose(state["point"], 0.5 * np.array([np.cos(2.0), np.sin(2.0)]))
+
+    with explorer.batch():
+        explorer.set(angle=2.0)  # the value it already has: nothing changed, nothing redrawn
+    assert len(calls) == 2 and len(frames) == 2
+
+    with pytest.raises(RuntimeError), explorer.batch():
+        explorer.controls["angle"].value = -1.0
+        raise RuntimeError
+    assert calls[2:] == [(-1.0, 0.5)]  # the control did change: the figure shows it anyway
+
+
+def test_follow_moves_dependent_controls_within_the_same_update():
+    calls = []
+    controls = _controls()
+
+    def follow_angle(change):  # e.g. a range that follows the main control
+        controls["scale"].value = abs(change["new"]) / 2
+
+    explorer = Explorer("toy", controls, _counting_update(calls), _draw, lambda s: "",
+                        lambda v, s: "", follow={"angle": follow_angle}, figsize=(3.0, 2.5))
+    calls.clear()
+    controls["angle"].value = 1.5  # as the slider does: no batch around it
+    assert calls == [(1.5, 0.75)]
+    controls["scale"].value = 2.0  # a dependent control on its own: no follow
+    assert calls[1:] == [(1.5, 2.0)] and explorer.values["angle"] == 1.5
+    with pytest.raises(KeyError, match="unknown control"):
+        Explorer("bad", _controls(), _update, _draw, lambda s: "", lambda v, s: "",
+                 follow={"colour": follow_angle})
+
+
+def test_a_new_static_key_draws_in_full_and_freezes_again():
+    """Zooming out needs new axis limits (static); turning only moves the arrow (blitted)."""
+    draws = []
+
+    def update(angle, scale):
+        return {**_update(angle, scale), "limit": 2.5 if scale <= 1.0 else 5.0}
+
+    def draw(fig, state):
+        draws.append(state["limit"])
+        ax = fig.subplots()
+        plots.arrows_2d(ax, [[1.0, 0.0]], query=state["point"], limit=state["limit"])
+
+    def refresh(fig, state):
+        return plots.update_arrows_2d(fig.axes[0], state["point"])
+
+    explorer = Explorer("zoom", _controls(), update, draw, lambda s: "", lambda v, s: "",
+                        refresh=refresh, static_key=lambda s: s["limit"], figsize=(3.0, 2.5))
+    explorer.set(angle=1.0)
+    explorer.set(scale=0.5)  # same limit: blitted
+    assert draws == [2.5]
+    first_background = explorer._background
+    explorer.set(scale=2.0)  # new limit: drawn again from scratch, frozen again
+    assert draws == [2.5, 5.0]
+    assert explorer._background is not None and explorer._background is not first_background
+    explorer.set(angle=2.5)  # blitted on the new drawing
+    assert draws == [2.5, 5.0] and len(explorer._fig.axes) == 1
+
+    # What a new figure shows for this state, with the constrained layout the figure
+    # started with (the freeze had switched it off; the new drawing got it back).
+    fig, _ = plots.new_figure(0, figsize=(3.0, 2.5), pyplot=False, dpi=LIVE_DPI)
+    draw(fig, explorer.state)
+    full = render_png(fig)
+    assert explorer._fig.axes[0].get_position().bounds == pytest.approx(
+        fig.axes[0].get_position().bounds)
+    differing = np.any(_pixels(explorer.png) != _pixels(full), axis=-1)
+    assert differing.mean() < 1e-3  # the same picture, a few antialiased pixels aside

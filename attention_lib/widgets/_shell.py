@@ -7,17 +7,19 @@ An explorer is three pure pieces written once per chapter idea:
 * ``table(state) -> str`` (a small HTML table of the numbers shown),
 
 and this shell, which wires them to controls. On every change of a control's
-``value`` it calls ``update``, redraws one reused Agg figure (never a new
-pyplot figure) and hands PNG bytes to a ``widgets.Image``. An ``Image``
-rather than a ``widgets.Output`` because output captured in an ``Output``
-leaks into the cell under nbval; an ``Image`` keeps explorer cells strictly
-comparable. The PNG is encoded straight from the Agg buffer at a modest dpi
-with zlib level 1: most of a redraw's cost is rendering and encoding, not
-the science.
+``value`` (or once per :meth:`Explorer.batch` of changes) it calls ``update``,
+redraws one reused Agg figure (never a new pyplot figure) and hands PNG bytes
+to a ``widgets.Image``. An ``Image`` rather than a ``widgets.Output`` because
+output captured in an ``Output`` leaks into the cell under nbval; an ``Image``
+keeps explorer cells strictly comparable. The PNG is encoded straight from the
+Agg buffer at a modest dpi with zlib level 1: most of a redraw's cost is
+rendering and encoding, not the science.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import html
 import io
 from collections.abc import Callable, Mapping
@@ -33,6 +35,9 @@ __all__ = ["Explorer", "ExplorerSpec", "html_table", "render_png"]
 
 #: Resolution of the live figure: readable on a laptop screen, cheap to encode.
 LIVE_DPI = 72
+
+#: The static key before anything is drawn: equal to no key, so the first update draws in full.
+_NOT_DRAWN = object()
 
 
 class ExplorerSpec(NamedTuple):
@@ -151,13 +156,31 @@ class Explorer:
     refresh : callable, optional
         ``refresh(fig, state) -> artists``: move the artists ``draw`` made so
         they show ``state`` (through the ``plots.update_*`` helpers) and
-        return them, the same artists every time. When given, ``draw`` runs
-        once; the shell then freezes the layout, renders everything that does
-        not move (axes, ticks, labels: most of a redraw's cost) once as a
-        background, and on each change restores that background and draws
-        only the returned artists (blitting). If ``refresh`` returns None, the
-        frozen figure is redrawn in full instead. Without ``refresh``, each
-        change clears the figure and calls ``draw`` again.
+        return them, the same artists every time. When given, the shell draws
+        once, freezes the layout, renders everything that does not move (axes,
+        ticks, labels: most of a redraw's cost) once as a background, and on
+        each change restores that background and draws only the returned
+        artists (blitting). If ``refresh`` returns None, the frozen figure is
+        redrawn in full instead. Without ``refresh``, each change clears the
+        figure and calls ``draw`` again.
+    static_key : callable, optional
+        ``static_key(state) -> key`` (anything comparable with ``==``): what the
+        part of the figure that ``refresh`` does not move depends on. While the
+        key stays equal, changes go through ``refresh``; when it changes (the
+        mask editor's length ``T`` changes the heatmaps' shape), the shell
+        clears the figure, calls ``draw`` and freezes again, so that change
+        costs one full draw and the ones after it blit again. Default: the
+        static part never changes. A key of the state rather than a "cannot
+        move" answer from ``refresh``: the shell decides before any artist is
+        touched, so ``refresh`` never inspects the figure to learn what it
+        shows, never leaves it half moved, and the choice is testable
+        without a figure.
+    follow : mapping of str to callable, optional
+        ``{keyword: follow(change)}`` for controls that others depend on:
+        when that control changes, ``follow`` gets the traitlets change and
+        sets the dependent controls (e.g. the mask editor's ``T`` resets the
+        length sliders' range and the cell grid) inside the same
+        :meth:`batch`, so the whole change costs one update and one redraw.
     figsize : (float, float), default (8, 3.5)
     dpi : float, default LIVE_DPI
     style : {"default", "board"}, default "default"
@@ -207,6 +230,8 @@ class Explorer:
         readout,
         *,
         refresh=None,
+        static_key=None,
+        follow=None,
         figsize=(8.0, 3.5),
         dpi=LIVE_DPI,
         style="default",
@@ -221,13 +246,22 @@ class Explorer:
                     f"control {key!r} has continuous_update=True; explorers redraw on "
                     "release only (continuous_update=False), so dragging stays responsive."
                 )
+        self._follow = dict(follow or {})
+        unknown = set(self._follow) - set(self.controls)
+        if unknown:
+            raise KeyError(f"follow names unknown control(s) {sorted(unknown)}.")
         self._update, self._draw, self._table, self._readout = update, draw, table, readout
         self._refresh_artists = refresh
-        self._frozen = False  # layout fixed after the first render (refresh path)
+        self._static_key = static_key if static_key is not None else (lambda state: None)
+        self._shown_key = _NOT_DRAWN  # static key of the state the figure was drawn for
         self._background = None  # pixels of everything that does not move (blitting)
+        self._batch_depth = 0  # open batch() blocks
+        self._pending = False  # a control changed inside the open batch
         self.style = style
-        # One Agg figure for the explorer's lifetime, invisible to pyplot.
+        # One Agg figure for the explorer's lifetime, invisible to pyplot. Its layout
+        # engine is put back before every full draw, which freezing switched off.
         self._fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=dpi)
+        self._layout_engine = self._fig.get_layout_engine()
 
         self.main_control.add_class("attn-main-control")
         self.readout = widgets.HTML()
@@ -253,8 +287,8 @@ class Explorer:
         self.state = None
         self._refresh()
         self.first_state = self.state
-        for control in self.controls.values():
-            control.observe(self._on_change, names="value")
+        for key, control in self.controls.items():
+            control.observe(functools.partial(self._on_change, key), names="value")
 
     @property
     def main_control(self):
@@ -271,40 +305,95 @@ class Explorer:
         """PNG bytes the browser currently shows."""
         return self.figure.value
 
-    def _on_change(self, _change=None):
-        self._refresh()
+    @contextlib.contextmanager
+    def batch(self):
+        """Group control changes: one update and one redraw when the outermost block ends.
+
+        Inside the block, changing a control only notes that something changed;
+        leaving the outermost block (also by an exception: the controls did
+        change) runs ``update`` once on all current values and redraws once.
+        Nothing changed, nothing redrawn.
+
+        Examples
+        --------
+        >>> import ipywidgets
+        >>> calls = []
+        >>> explorer = Explorer(
+        ...     "sum", {"a": ipywidgets.IntSlider(0, 0, 5, continuous_update=False),
+        ...             "b": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)},
+        ...     lambda a, b: calls.append((a, b)) or a + b, lambda fig, s: fig.subplots(),
+        ...     lambda s: "", lambda v, s: "", figsize=(1, 1))
+        >>> with explorer.batch():
+        ...     explorer.controls["a"].value = 2
+        ...     explorer.controls["b"].value = 3
+        >>> calls, explorer.state
+        ([(0, 0), (2, 3)], 5)
+        """
+        self._batch_depth += 1
+        try:
+            yield self
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0 and self._pending:
+                self._pending = False
+                self._refresh()
+
+    def _on_change(self, key, change):
+        with self.batch():
+            self._pending = True
+            if key in self._follow:
+                self._follow[key](change)  # dependent controls join this batch
 
     def _refresh(self):
         values = self.values
         self.state = self._update(**values)
         with plots.series_style(self.style):
-            if self._frozen:
-                moved = self._refresh_artists(self._fig, self.state)
-                png = self._blit(moved) if self._background is not None else render_png(self._fig)
+            if self._refresh_artists is not None and (
+                self._static_key(self.state) == self._shown_key
+            ):
+                png = self._move()
             else:
-                self._fig.clear()
-                self._draw(self._fig, self.state)
-                png = render_png(self._fig)
-                if self._refresh_artists is not None:
-                    self._freeze()
+                png = self._draw_in_full()
         self.figure.value = png
         self.readout.value = self._readout(values, self.state)
         self.table.value = self._table(self.state)
 
-    def _freeze(self):
-        """Fix the layout and cache the background of the moving artists."""
+    def _draw_in_full(self):
+        """Clear, draw ``self.state`` from scratch, render; freeze if there is a refresh path."""
         fig = self._fig
-        # Keep the positions the first layout found: no layout pass per change.
-        fig.set_layout_engine("none")
-        self._frozen = True
-        moving = self._refresh_artists(fig, self.state)  # same state: changes nothing
-        if moving is None:
-            return
-        moving = list(moving)
-        for artist in moving:
-            artist.set_animated(True)  # left out of canvas.draw(), drawn by _blit
+        fig.clear()
+        fig.set_layout_engine(self._layout_engine or "none")
+        self._draw(fig, self.state)
+        if self._refresh_artists is None:
+            return render_png(fig)
+        return self._freeze()
+
+    def _freeze(self):
+        """Fix the layout, cache the background of the moving artists; return the first PNG.
+
+        One render serves both: the moving artists are left out of it (the
+        layout pass still sees them) and blitted on top, so a full draw costs
+        one render, not a render for the PNG plus one for the background.
+        """
+        fig = self._fig
+        self._shown_key = self._static_key(self.state)
+        self._background = None
+        moving = self._refresh_artists(fig, self.state)  # same state: names, does not move
+        if moving is not None:
+            moving = list(moving)
+            for artist in moving:
+                artist.set_animated(True)  # left out of canvas.draw(), drawn by _blit
         fig.canvas.draw()
+        # Keep the positions this layout pass found: none per change.
+        fig.set_layout_engine("none")
+        if moving is None:  # nothing to blit: changes render the frozen figure in full
+            return _encode(fig.canvas)
         self._background = fig.canvas.copy_from_bbox(fig.bbox)
+        return self._blit(moving)
+
+    def _move(self):
+        moved = self._refresh_artists(self._fig, self.state)
+        return self._blit(moved) if self._background is not None else render_png(self._fig)
 
     def _blit(self, moved):
         canvas = self._fig.canvas
@@ -314,9 +403,9 @@ class Explorer:
         return _encode(canvas)
 
     def set(self, **values):
-        """Set controls as a user would (observers fire); return the new state.
+        """Set controls as a user would (observers fire) in one :meth:`batch`; return the state.
 
-        Setting several controls redraws once per control that changed.
+        However many controls change, ``update`` runs and the figure redraws once.
 
         Examples
         --------
@@ -331,8 +420,9 @@ class Explorer:
         unknown = set(values) - set(self.controls)
         if unknown:
             raise KeyError(f"unknown control(s) {sorted(unknown)}; known: {list(self.controls)}.")
-        for key, value in values.items():
-            self.controls[key].value = value
+        with self.batch():
+            for key, value in values.items():
+                self.controls[key].value = value
         return self.state
 
     def draw_static(self, state=None, *, style=None):
