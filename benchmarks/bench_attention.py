@@ -90,6 +90,27 @@ def chapter_forward_backward(Q, K, V, grad_output):
     return (output, *chapter_backward(grad_output, cache))
 
 
+def six_products(matmul, transpose):
+    """The six matrix products of forward+backward, and nothing else.
+
+    Timed with NumPy's BLAS and with torch's, they show how much of the gap to
+    torch is the BLAS library itself rather than our code.
+    """
+
+    def products(Q, K, V, grad_output):
+        weights = matmul(Q, transpose(K))
+        matmul(weights, V)
+        matmul(transpose(weights), grad_output)
+        grad_weights = matmul(grad_output, transpose(V))
+        matmul(grad_weights, K)
+        matmul(transpose(grad_weights), Q)
+
+    return products
+
+
+numpy_products = six_products(np.matmul, lambda a: np.swapaxes(a, -1, -2))
+
+
 def input_checks(Q, K, V, grad_output):
     for name, array in (("Q", Q), ("K", K), ("V", V), ("grad_output", grad_output)):
         as_float_array(array, name)
@@ -118,21 +139,37 @@ def torch_pair():
         output.backward(torch.from_numpy(grad_output))
         return (output.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy())
 
-    return forward, forward_backward, torch.__version__
+    def products(Q, K, V, grad_output):
+        arrays = (torch.from_numpy(a) for a in (Q, K, V, grad_output))
+        six_products(torch.matmul, lambda a: a.transpose(-1, -2))(*arrays)
+
+    return forward, forward_backward, products, torch.__version__
 
 
 # ---------------------------------------------------------------- measuring
 
 
-def median_ms(function, args, repeats, budget_s):
-    function(*args)  # warm up: first-touch page faults, lazy imports
-    times = []
+def median_ms(functions, args, repeats, budget_s):
+    """Median milliseconds of each function, timed in turn within every round.
+
+    Interleaving matters on a shared machine: a burst of load from elsewhere
+    slows every contender of that round alike instead of one of them, so the
+    ratios stay meaningful even when the absolute times drift. Each turn starts
+    with one untimed call: thread pools (torch's OpenMP, OpenBLAS's pthreads)
+    keep spinning for a while after their last call and would otherwise slow
+    down whichever library runs next.
+    """
+    times = {name: [] for name in functions}
     start = time.perf_counter()
-    while len(times) < repeats or (time.perf_counter() - start < budget_s and len(times) < 50):
-        tic = time.perf_counter()
-        function(*args)
-        times.append(time.perf_counter() - tic)
-    return 1e3 * statistics.median(times)
+    rounds = 0
+    while rounds < repeats or (time.perf_counter() - start < budget_s and rounds < 50):
+        for name, function in functions.items():
+            function(*args)  # untimed: absorbs the other library's spinning threads
+            tic = time.perf_counter()
+            function(*args)
+            times[name].append(time.perf_counter() - tic)
+        rounds += 1
+    return {name: 1e3 * statistics.median(values) for name, values in times.items()}
 
 
 def peak_bytes(function, args):
@@ -155,7 +192,7 @@ def _as_tuple(result):
 
 def run(shapes, dtypes, repeats, budget_s):
     torch_functions = torch_pair()
-    print_header(torch_functions[2] if torch_functions else None)
+    print_header(torch_functions[3] if torch_functions else None)
     rows = []
     for dtype in dtypes:
         for shape in shapes:
@@ -169,21 +206,20 @@ def run(shapes, dtypes, repeats, budget_s):
             for kind, (ours, chapter) in pairs.items():
                 reference = ours(*args)
                 assert_same(reference, chapter(*args), dtype, f"chapter {kind} {shape}")
-                row = {
-                    "dtype": np.dtype(dtype).name,
-                    "shape": shape,
-                    "kind": kind,
-                    "ours": median_ms(ours, args, repeats, budget_s),
-                    "chapter": median_ms(chapter, args, repeats, budget_s),
-                    "torch": None,
-                }
+                contenders = {"ours": ours, "chapter": chapter}
                 if torch_functions is not None:
                     theirs = torch_functions[0 if kind == "forward" else 1]
                     assert_same(reference, theirs(*args), dtype, f"torch {kind} {shape}")
-                    row["torch"] = median_ms(theirs, args, repeats, budget_s)
+                    contenders["torch"] = theirs
+                row = {"dtype": np.dtype(dtype).name, "shape": shape, "kind": kind, "torch": None}
+                row.update(median_ms(contenders, args, repeats, budget_s))
                 if kind == "fwd+bwd":
                     row["memory"] = peak_bytes(ours, args) / peak_bytes(chapter, args)
-                    row["checks"] = median_ms(input_checks, args, repeats, budget_s) / row["ours"]
+                    if torch_functions is not None:
+                        contenders = {"numpy": numpy_products, "torch": torch_functions[2]}
+                        row["products"] = median_ms(contenders, args, repeats, budget_s)
+                    checks = median_ms({"checks": input_checks}, args, repeats, budget_s)
+                    row["checks"] = checks["checks"] / row["ours"]
                 print_row(row)
                 rows.append(row)
     return rows
@@ -250,6 +286,12 @@ def report_targets(rows):
             verdict = "met" if ratio <= 1.0 else "MISSED"
             verdicts.append(f"ours/torch {ratio:.2f}x (target <= 1.00x: {verdict})")
         print(f"float32 {r['shape']} fwd+bwd: " + "; ".join(verdicts))
+        if "products" in r:
+            numpy_ms, torch_ms = r["products"]["numpy"], r["products"]["torch"]
+            print(
+                f"    the six matrix products alone: NumPy's BLAS {numpy_ms:.1f} ms, "
+                f"torch's {torch_ms:.1f} ms ({numpy_ms / torch_ms:.2f}x)"
+            )
 
 
 def main():
