@@ -428,6 +428,12 @@ def readout(values, state):
     """Control values and the key numbers: the change the gradient predicts vs the actual one.
 
     ``h`` is written in the slider's own format (``.0e``), so the readout echoes the slider.
+
+    Examples
+    --------
+    >>> state = update("V", 2, 1, h=1e-3)
+    >>> "h = 1e-03" in readout({}, state)
+    True
     """
     return (
         f"<b>{_entry_name(state)}</b>, h = {state.h:.0e}: predicted change "

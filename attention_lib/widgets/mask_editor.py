@@ -72,6 +72,13 @@ def example_inputs(length, *, batch=BATCH, d_k=D_K, d_v=D_V, seed=0):
     They are the first ``length`` rows of fixed ``MAX_LENGTH``-long arrays (or
     longer, if ``length`` exceeds it), so changing ``T`` does not reshuffle
     the tokens that stay.
+
+    Examples
+    --------
+    >>> Q3, _, _ = example_inputs(3)
+    >>> Q5, _, _ = example_inputs(5)
+    >>> Q3.shape, bool(np.array_equal(Q3, Q5[:, :3]))
+    ((2, 3, 4), True)
     """
     rows = max(int(length), MAX_LENGTH)
     rng = np.random.default_rng(seed)

@@ -514,7 +514,14 @@ def table(state):
 
 
 def readout(values, state):
-    """Control values and the key facts: the weights' shape and the output width."""
+    """Control values and the key facts: the weights' shape and the output width.
+
+    Examples
+    --------
+    >>> text = readout({}, update(3, 5, 4, 2, "cross"))
+    >>> text.split(": ")[1]
+    'weights 3×5, output 3×2 (width d_v = 2)'
+    """
     T_q, T_k = state.weights.shape
     d_k, d_v = state.Q.shape[-1], state.output_width
     if state.mode == "self":
