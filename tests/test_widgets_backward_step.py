@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from explorer_asserts import assert_same_state
 
 from attention_lib import attention_backward, attention_forward
 from attention_lib.widgets import backward_step as bs
@@ -92,12 +93,6 @@ def test_extreme_steps_do_not_raise(array, h):
 
 
 # --- the live explorer, headless: set controls as a user would ---------------------------
-
-
-def assert_same_state(state, expected):
-    assert type(state) is type(expected)
-    for field, value in zip(state._fields, state, strict=True):
-        np.testing.assert_array_equal(value, getattr(expected, field), err_msg=field)
 
 
 @pytest.fixture

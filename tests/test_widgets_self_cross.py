@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from explorer_asserts import assert_same_state
 
 from attention_lib import attention_forward, causal_mask
 from attention_lib.widgets import self_cross as sc
@@ -81,12 +82,6 @@ def test_extreme_sizes_do_not_raise(mode, sizes):
 
 
 # --- the live explorer, headless: set controls as a user would ---------------------------
-
-
-def assert_same_state(state, expected):
-    assert type(state) is type(expected)
-    for field, value in zip(state._fields, state, strict=True):
-        np.testing.assert_array_equal(value, getattr(expected, field), err_msg=field)
 
 
 @pytest.fixture
