@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._heads import for_each_part, row_tiles
 from ._validation import as_float_array, broadcast_mask, require_finite
 
 
@@ -56,6 +57,26 @@ def _softmax_in_place(scores, mask):
     row_sum[row_sum == 0.0] = 1.0  # fully blocked rows stay all-zero
     scores /= row_sum
     return scores
+
+
+def _batch_to_split(weights_shape, output_shape):
+    """The batch axes along which the passes may be split into parts.
+
+    When V alone adds batch axes (rare), one head of weights serves several
+    heads of output; those inputs keep a single vectorised call.
+    """
+    return weights_shape[:-2] if output_shape[:-2] == weights_shape[:-2] else ()
+
+
+def _head_bytes(weights):
+    return weights.shape[-2] * weights.shape[-1] * weights.itemsize
+
+
+def _part(array, part, batch):
+    """Part of an input array: an index into ``batch`` after broadcasting (``...``: all)."""
+    if part is Ellipsis:
+        return array
+    return np.broadcast_to(array, batch + array.shape[-2:])[part]
 
 
 def masked_softmax(scores, mask=None):
@@ -173,12 +194,31 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     """
     Q, K, V = _check_qkv(Q, K, V)
     scale = 1.0 / np.sqrt(Q.shape[-1])
-    # Scaling Q (T_q x d_k) is cheaper than scaling the T_q x T_k scores.
-    scores = (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
+    weights_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
+    output_shape = np.broadcast_shapes(weights_shape[:-2], V.shape[:-2]) + (
+        Q.shape[-2],
+        V.shape[-1],
+    )
     if mask is not None:
-        mask = broadcast_mask(mask, scores.shape)
-    weights = _softmax_in_place(scores, mask)
-    output = weights @ V
+        mask = broadcast_mask(mask, weights_shape)
+    weights = np.empty(weights_shape, Q.dtype)
+    output = np.empty(output_shape, Q.dtype)
+    K_t = np.swapaxes(K, -1, -2)
+    full_mask = None if mask is None else np.broadcast_to(mask, weights_shape)
+    split_batch = _batch_to_split(weights_shape, output_shape)
+
+    def forward_part(part):
+        part_K_t, part_V = (_part(array, part, split_batch) for array in (K_t, V))
+        # Scaling Q (T_q x d_k) is cheaper than scaling the T_q x T_k scores.
+        part_Q = _part(Q, part, split_batch) * Q.dtype.type(scale)
+        for rows in row_tiles(weights[part]):
+            scores = weights[part][..., rows, :]
+            np.matmul(part_Q[..., rows, :], part_K_t, out=scores)
+            tile_mask = None if mask is None else full_mask[part][..., rows, :]
+            _softmax_in_place(scores, tile_mask)  # the scores turn into weights in place
+            np.matmul(scores, part_V, out=output[part][..., rows, :])
+
+    for_each_part(forward_part, split_batch, _head_bytes(weights))
     if not return_cache:
         return output
     return output, AttentionCache(Q, K, V, weights, float(scale), mask, output)
@@ -272,14 +312,32 @@ def attention_backward(grad_output, cache):
         )
     Q, K, V, weights, scale, _, output = cache
     grad_output = grad_output.astype(output.dtype, copy=False)
-    grad_V = np.swapaxes(weights, -1, -2) @ grad_output
-    grad_scores = grad_output @ np.swapaxes(V, -1, -2)  # grad_weights, turned in place...
-    row_dot = np.sum(grad_output * output, axis=-1, keepdims=True)
-    grad_scores -= row_dot
-    grad_scores *= weights  # ...into grad_scores; masked weights are 0, so their grads are 0
+    # The gradients take the full broadcast batch shape first; _sum_to_shape folds them back.
+    batch = output.shape[:-2]
+    grad_Q = np.empty(batch + Q.shape[-2:], output.dtype)
+    grad_K = np.zeros(batch + K.shape[-2:], output.dtype)
+    grad_V = np.zeros(batch + V.shape[-2:], output.dtype)
+    V_t = np.swapaxes(V, -1, -2)
     scale = output.dtype.type(scale)
-    grad_Q = (grad_scores @ K) * scale
-    grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
+    split_batch = _batch_to_split(weights.shape, output.shape)
+
+    def backward_part(part):
+        part_Q, part_K, part_V_t = (_part(array, part, split_batch) for array in (Q, K, V_t))
+        # rowsum(grad_A * A) == rowsum(grad_O * O): a T x d product instead of a T x T one.
+        row_dot = np.sum(grad_output[part] * output[part], axis=-1, keepdims=True)
+        for rows in row_tiles(weights[part]):
+            tile_weights = weights[part][..., rows, :]
+            tile_grad_output = grad_output[part][..., rows, :]
+            grad_V[part] += np.swapaxes(tile_weights, -1, -2) @ tile_grad_output
+            grad_scores = tile_grad_output @ part_V_t  # grad_weights, turned in place...
+            grad_scores -= row_dot[..., rows, :]
+            grad_scores *= tile_weights  # ...into grad_scores: zero where the weight is zero
+            np.matmul(grad_scores, part_K, out=grad_Q[part][..., rows, :])
+            grad_K[part] += np.swapaxes(grad_scores, -1, -2) @ part_Q[..., rows, :]
+        grad_Q[part] *= scale
+        grad_K[part] *= scale
+
+    for_each_part(backward_part, split_batch, _head_bytes(weights))
     return (
         _sum_to_shape(grad_Q, Q.shape),
         _sum_to_shape(grad_K, K.shape),

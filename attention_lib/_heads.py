@@ -1,0 +1,96 @@
+"""How the attention passes are scheduled: one head at a time, on every core.
+
+Every (batch, head) pair is an independent attention problem. For large inputs
+the forward and backward passes run one head per task on a small thread pool,
+with NumPy's BLAS held to one thread inside each task: two cores then work on
+two whole heads, where a multithreaded BLAS would split every matrix product
+(and leave the element-wise softmax passes, which NumPy runs on one core, to
+one of them). PyTorch's fused CPU kernel schedules its work the same way.
+
+Within a head, the rows are processed in tiles of about ``TILE_BYTES`` of
+weights, so that a tile is still in cache when the softmax passes over it.
+
+Nothing here changes the mathematics: each head runs the same products and
+passes as the whole batch would, so results agree to rounding (tests/test_scheduling.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+# Below about 4 MB of weights, splitting (and a thread pool) costs more than it
+# saves: small inputs, such as every notebook's and widget's, get one vectorised call.
+MIN_SPLIT_BYTES = 1 << 22
+# About 4 MB of weights per row tile: large enough for efficient matrix
+# products, small enough to stay in this machine's L2/L3 caches between passes.
+TILE_BYTES = 1 << 22
+
+# threadpoolctl's limit is process-wide: two callers changing and restoring it
+# at the same time could leave the BLAS on one thread, so they take turns.
+_BLAS_LIMIT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _blas_controller():
+    # Imported here: scanning the loaded libraries takes about a millisecond,
+    # paid once, and only by inputs large enough to be split.
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def blas_threads():
+    """How many threads NumPy's BLAS may use now (respects threadpool_limits and env vars)."""
+    counts = [lib.num_threads for lib in _blas_controller().select(user_api="blas").lib_controllers]
+    return max(counts, default=1)
+
+
+def row_tiles(part_weights):
+    """Slices of query rows cutting ``part_weights`` (..., T_q, T_k) into ~``TILE_BYTES`` tiles."""
+    n_queries = part_weights.shape[-2]
+    bytes_per_row = part_weights.nbytes // max(n_queries, 1)
+    rows = max(1, TILE_BYTES // max(bytes_per_row, 1))
+    return [slice(start, min(start + rows, n_queries)) for start in range(0, n_queries, rows)]
+
+
+def for_each_part(task, batch_shape, head_bytes):
+    """Call ``task(part)`` on parts of the batch that together cover it, on every core.
+
+    A part is an index into the leading batch axes. Heads stay together while
+    a part's weights fit in one tile and are split apart otherwise (then
+    ``row_tiles`` cuts a head's rows); there are at least as many parts as
+    workers. Small inputs, and inputs without batch axes, get one call,
+    ``task(Ellipsis)``.
+    """
+    n_heads = math.prod(batch_shape)
+    if not batch_shape or n_heads * head_bytes < MIN_SPLIT_BYTES:
+        task(Ellipsis)
+        return
+    workers = min(blas_threads(), n_heads)
+    depth = next(
+        d
+        for d in range(len(batch_shape) + 1)
+        if d == len(batch_shape)
+        or (
+            math.prod(batch_shape[:d]) >= workers
+            and math.prod(batch_shape[d:]) * head_bytes <= TILE_BYTES
+        )
+    )
+    parts = np.ndindex(batch_shape[:depth])
+    if workers < 2:
+        for part in parts:
+            task(part)
+        return
+    # A pool per call: a pool kept for the life of the process measured slower here.
+    with (
+        _BLAS_LIMIT_LOCK,
+        _blas_controller().limit(limits=1, user_api="blas"),
+        ThreadPoolExecutor(workers, thread_name_prefix="attention") as pool,
+    ):
+        # list() waits for every part and re-raises the first exception a task raised.
+        list(pool.map(task, parts))
