@@ -8,11 +8,13 @@ may read) and act on the scores before softmax. A query row with no readable
 key gets all-zero weights, a zero output and zero gradients, like PyTorch's
 ``scaled_dot_product_attention``.
 
-The code reads like the chapter's listings, with two changes for speed that do
-not change the mathematics: the big ``(T_q, T_k)`` arrays are updated in place
-instead of allocating a new temporary per step, and the backward pass uses
+The code reads like the chapter's listings, with three changes for speed that
+do not change the mathematics: the big ``(T_q, T_k)`` arrays are updated in
+place instead of allocating a new temporary per step; the backward pass uses
 ``rowsum(grad_A * A) == rowsum(grad_O * O)`` (a ``T x d`` product instead of a
-``T x T`` one; FlashAttention-2 relies on the same identity).
+``T x T`` one; FlashAttention-2 relies on the same identity); and large inputs
+run part by part (whole heads on every core, rows in cache-sized tiles, see
+:mod:`attention_lib._heads`), which is why the passes are written per ``part``.
 """
 
 from __future__ import annotations

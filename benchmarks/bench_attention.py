@@ -37,6 +37,8 @@ from attention_lib._validation import as_float_array
 
 SHAPES = [(1, 1, 128, 64), (4, 8, 256, 64), (2, 8, 1024, 64), (1, 4, 4096, 64)]
 SMOKE_SHAPES = [(1, 2, 16, 8)]
+# Long enough for OpenBLAS's and OpenMP's spinning threads to go to sleep.
+IDLE_S = 0.3
 
 
 # ---------------------------------------------------------------- the chapter's listings
@@ -149,22 +151,24 @@ def torch_pair():
 # ---------------------------------------------------------------- measuring
 
 
-def median_ms(functions, args, repeats, budget_s):
+def median_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
     """Median milliseconds of each function, timed in turn within every round.
 
     Interleaving matters on a shared machine: a burst of load from elsewhere
     slows every contender of that round alike instead of one of them, so the
-    ratios stay meaningful even when the absolute times drift. Each turn starts
-    with one untimed call: thread pools (torch's OpenMP, OpenBLAS's pthreads)
-    keep spinning for a while after their last call and would otherwise slow
-    down whichever library runs next.
+    ratios stay meaningful even when the absolute times drift. But thread
+    pools keep spinning after their last call (OpenBLAS's pthreads for about
+    0.1 s, torch's OpenMP too) and would slow whichever library runs next. So
+    each turn first idles until the other library's pools sleep, then makes
+    one untimed call to wake its own, as a loop calling it repeatedly would.
     """
     times = {name: [] for name in functions}
     start = time.perf_counter()
     rounds = 0
     while rounds < repeats or (time.perf_counter() - start < budget_s and rounds < 50):
         for name, function in functions.items():
-            function(*args)  # untimed: absorbs the other library's spinning threads
+            time.sleep(idle_s)
+            function(*args)  # untimed: wakes this library's own thread pools
             tic = time.perf_counter()
             function(*args)
             times[name].append(time.perf_counter() - tic)
@@ -190,7 +194,7 @@ def _as_tuple(result):
     return result if isinstance(result, tuple) else (result,)
 
 
-def run(shapes, dtypes, repeats, budget_s):
+def run(shapes, dtypes, repeats, budget_s, idle_s=IDLE_S):
     torch_functions = torch_pair()
     print_header(torch_functions[3] if torch_functions else None)
     rows = []
@@ -212,13 +216,13 @@ def run(shapes, dtypes, repeats, budget_s):
                     assert_same(reference, theirs(*args), dtype, f"torch {kind} {shape}")
                     contenders["torch"] = theirs
                 row = {"dtype": np.dtype(dtype).name, "shape": shape, "kind": kind, "torch": None}
-                row.update(median_ms(contenders, args, repeats, budget_s))
+                row.update(median_ms(contenders, args, repeats, budget_s, idle_s))
                 if kind == "fwd+bwd":
                     row["memory"] = peak_bytes(ours, args) / peak_bytes(chapter, args)
                     if torch_functions is not None:
                         contenders = {"numpy": numpy_products, "torch": torch_functions[2]}
-                        row["products"] = median_ms(contenders, args, repeats, budget_s)
-                    checks = median_ms({"checks": input_checks}, args, repeats, budget_s)
+                        row["products"] = median_ms(contenders, args, repeats, budget_s, idle_s)
+                    checks = median_ms({"checks": input_checks}, args, repeats, budget_s, idle_s)
                     row["checks"] = checks["checks"] / row["ours"]
                 print_row(row)
                 rows.append(row)
@@ -305,7 +309,7 @@ def main():
         # Fewer threads than cores keeps a shared, busy machine from oversubscribing.
         threadpool_limits(args.threads)
     if args.smoke:
-        rows = run(SMOKE_SHAPES, [np.float32, np.float64], repeats=2, budget_s=0.0)
+        rows = run(SMOKE_SHAPES, [np.float32, np.float64], repeats=2, budget_s=0.0, idle_s=0.0)
     else:
         rows = run(SHAPES, [np.float32, np.float64], repeats=5, budget_s=1.0)
     report_targets(rows)
