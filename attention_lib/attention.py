@@ -183,6 +183,13 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     cache : AttentionCache
         Only when ``return_cache`` is True.
 
+    Notes
+    -----
+    Inputs with 4 MB of weights or more run head by head on as many threads as
+    NumPy's BLAS may use; ``threadpoolctl.threadpool_limits(1)`` (or
+    ``OPENBLAS_NUM_THREADS=1``) keeps them on one core. The backward pass follows
+    the same rule.
+
     Examples
     --------
     >>> Q = np.array([[1.0, 0.0]])
