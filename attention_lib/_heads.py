@@ -86,11 +86,28 @@ def for_each_part(task, batch_shape, head_bytes):
         for part in parts:
             task(part)
         return
-    # A pool per call: a pool kept for the life of the process measured slower here.
-    with (
-        _BLAS_LIMIT_LOCK,
-        _blas_controller().limit(limits=1, user_api="blas"),
-        ThreadPoolExecutor(workers, thread_name_prefix="attention") as pool,
-    ):
-        # list() waits for every part and re-raises the first exception a task raised.
-        list(pool.map(task, parts))
+    with _BLAS_LIMIT_LOCK, _blas_controller().limit(limits=1, user_api="blas"):
+        _run_on_threads(task, parts, workers)
+
+
+def _run_on_threads(task, parts, workers):
+    """``task(part)`` for every part, on ``workers`` threads that take parts in turn."""
+    # Every worker is started before any of them computes: a thread started
+    # while another runs Python code can wait a whole GIL switch interval (5 ms).
+    start = threading.Event()
+    parts_lock = threading.Lock()
+
+    def work():
+        start.wait()
+        while True:
+            with parts_lock:
+                part = next(parts, None)
+            if part is None:
+                return
+            task(part)
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="attention") as pool:
+        futures = [pool.submit(work) for _ in range(workers)]
+        start.set()
+        for future in futures:
+            future.result()  # re-raises what a task raised
