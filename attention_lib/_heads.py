@@ -1,17 +1,19 @@
-"""How the attention passes are scheduled: one head at a time, on every core.
+"""How the attention passes are scheduled: whole heads on every core, rows in tiles.
 
 Every (batch, head) pair is an independent attention problem. For large inputs
-the forward and backward passes run one head per task on a small thread pool,
-with NumPy's BLAS held to one thread inside each task: two cores then work on
-two whole heads, where a multithreaded BLAS would split every matrix product
-(and leave the element-wise softmax passes, which NumPy runs on one core, to
-one of them). PyTorch's fused CPU kernel schedules its work the same way.
+the forward and backward passes run part by part on a small thread pool (a
+part is a group of small heads or one large head), with NumPy's BLAS held to
+one thread inside each part: two cores then work on two parts at once, where a
+multithreaded BLAS would split every matrix product between them and leave the
+element-wise softmax passes, which NumPy runs on one core, to one of them.
+PyTorch's fused CPU kernel shares its work out the same way.
 
-Within a head, the rows are processed in tiles of about ``TILE_BYTES`` of
+Within a part, the rows are processed in tiles of about ``TILE_BYTES`` of
 weights, so that a tile is still in cache when the softmax passes over it.
 
-Nothing here changes the mathematics: each head runs the same products and
-passes as the whole batch would, so results agree to rounding (tests/test_scheduling.py).
+Nothing here changes the mathematics: each part runs the same products and
+passes as the whole batch would, so results agree to rounding
+(tests/test_scheduling.py checks it, gradients included).
 """
 
 from __future__ import annotations
