@@ -97,19 +97,30 @@ def _run_on_threads(task, parts, workers):
     # Every worker is started before any of them computes: a thread started
     # while another runs Python code can wait a whole GIL switch interval (5 ms).
     start = threading.Event()
+    # Set when a part fails or the caller is interrupted (Ctrl-C in a notebook):
+    # the other workers then finish their current part and take no new one.
+    stop = threading.Event()
     parts_lock = threading.Lock()
 
     def work():
         start.wait()
-        while True:
-            with parts_lock:
-                part = next(parts, None)
-            if part is None:
-                return
-            task(part)
+        try:
+            while not stop.is_set():
+                with parts_lock:
+                    part = next(parts, None)
+                if part is None:
+                    return
+                task(part)
+        except BaseException:
+            stop.set()
+            raise
 
     with ThreadPoolExecutor(workers, thread_name_prefix="attention") as pool:
         futures = [pool.submit(work) for _ in range(workers)]
         start.set()
-        for future in futures:
-            future.result()  # re-raises what a task raised
+        try:
+            for future in futures:
+                future.result()  # re-raises what a task raised
+        except BaseException:
+            stop.set()
+            raise

@@ -9,6 +9,7 @@ differences, take the split path with several row tiles per head.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -173,6 +174,25 @@ def test_blas_threads_are_given_back_when_a_part_fails(monkeypatch):
     with pytest.raises(RuntimeError, match="failed"):
         _heads.for_each_part(fail, (2, 2), head_bytes=8)
     assert blas_threads() == before
+
+
+def test_a_failing_part_stops_the_others(monkeypatch):
+    monkeypatch.setattr(_heads, "MIN_SPLIT_BYTES", 0)
+    monkeypatch.setattr(_heads, "blas_threads", lambda: 2)
+    started = []
+    lock = threading.Lock()
+
+    def fail_once_started(part):
+        with lock:
+            started.append(part)
+            first = len(started) == 1
+        if first:
+            raise RuntimeError("the first part failed")
+        time.sleep(0.01)  # a part takes a while, so the failure is seen between parts
+
+    with pytest.raises(RuntimeError, match="first part failed"):
+        _heads.for_each_part(fail_once_started, (50,), head_bytes=8)
+    assert len(started) < 50  # the workers stopped taking parts
 
 
 def test_one_blas_thread_means_no_pool(monkeypatch):
