@@ -52,10 +52,13 @@ def blas_threads():
     return max(counts, default=1)
 
 
-def row_tiles(part_weights):
-    """Slices of query rows cutting ``part_weights`` (..., T_q, T_k) into ~``TILE_BYTES`` tiles."""
-    n_queries = part_weights.shape[-2]
-    bytes_per_row = part_weights.nbytes // max(n_queries, 1)
+def row_tiles(part_shape, itemsize):
+    """Slices of query rows that cut weights of ``part_shape`` (..., T_q, T_k) into tiles.
+
+    Each tile holds about ``TILE_BYTES`` (at least one row).
+    """
+    n_queries = part_shape[-2]
+    bytes_per_row = math.prod(part_shape[:-2]) * part_shape[-1] * itemsize
     rows = max(1, TILE_BYTES // max(bytes_per_row, 1))
     return [slice(start, min(start + rows, n_queries)) for start in range(0, n_queries, rows)]
 

@@ -70,8 +70,13 @@ def _batch_to_split(weights_shape, output_shape):
     return weights_shape[:-2] if output_shape[:-2] == weights_shape[:-2] else ()
 
 
-def _head_bytes(weights):
-    return weights.shape[-2] * weights.shape[-1] * weights.itemsize
+def _head_bytes(weights_shape, itemsize):
+    return weights_shape[-2] * weights_shape[-1] * itemsize
+
+
+def _part_shape(shape, part):
+    """Shape of ``array[part]`` for an array of ``shape`` (``part``: ``...`` or an index tuple)."""
+    return shape if part is Ellipsis else shape[len(part) :]
 
 
 def _part(array, part, batch):
@@ -188,7 +193,8 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     Inputs with 4 MB of weights or more run head by head on as many threads as
     NumPy's BLAS may use; ``threadpoolctl.threadpool_limits(1)`` (or
     ``OPENBLAS_NUM_THREADS=1``) keeps them on one core. The backward pass follows
-    the same rule.
+    the same rule. Without ``return_cache`` the full ``(T_q, T_k)`` weights are
+    never held at once: rows are computed in tiles of about 4 MB.
 
     Examples
     --------
@@ -210,7 +216,9 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     )
     if mask is not None:
         mask = broadcast_mask(mask, weights_shape)
-    weights = np.empty(weights_shape, Q.dtype)
+    # Without a cache nobody reads the weights afterwards: each part then works in
+    # one tile-sized buffer instead of the full T_q x T_k array.
+    weights = np.empty(weights_shape, Q.dtype) if return_cache else None
     output = np.empty(output_shape, Q.dtype)
     K_t = np.swapaxes(K, -1, -2)
     full_mask = None if mask is None else np.broadcast_to(mask, weights_shape)
@@ -220,14 +228,21 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
         part_K_t, part_V = (_part(array, part, split_batch) for array in (K_t, V))
         # Scaling Q (T_q x d_k) is cheaper than scaling the T_q x T_k scores.
         part_Q = _part(Q, part, split_batch) * Q.dtype.type(scale)
-        for rows in row_tiles(weights[part]):
-            scores = weights[part][..., rows, :]
+        part_shape = _part_shape(weights_shape, part)
+        tiles = row_tiles(part_shape, Q.itemsize)
+        if not return_cache:
+            buffer = np.empty(part_shape[:-2] + (tiles[0].stop, part_shape[-1]), Q.dtype)
+        for rows in tiles:
+            if return_cache:
+                scores = weights[part][..., rows, :]
+            else:
+                scores = buffer[..., : rows.stop - rows.start, :]
             np.matmul(part_Q[..., rows, :], part_K_t, out=scores)
             tile_mask = None if mask is None else full_mask[part][..., rows, :]
             _softmax_in_place(scores, tile_mask)  # the scores turn into weights in place
             np.matmul(scores, part_V, out=output[part][..., rows, :])
 
-    for_each_part(forward_part, split_batch, _head_bytes(weights))
+    for_each_part(forward_part, split_batch, _head_bytes(weights_shape, Q.itemsize))
     if not return_cache:
         return output
     return output, AttentionCache(Q, K, V, weights, float(scale), mask, output)
@@ -334,7 +349,7 @@ def attention_backward(grad_output, cache):
         part_Q, part_K, part_V_t = (_part(array, part, split_batch) for array in (Q, K, V_t))
         # rowsum(grad_A * A) == rowsum(grad_O * O): a T x d product instead of a T x T one.
         row_dot = np.sum(grad_output[part] * output[part], axis=-1, keepdims=True)
-        for rows in row_tiles(weights[part]):
+        for rows in row_tiles(weights[part].shape, weights.itemsize):
             tile_weights = weights[part][..., rows, :]
             tile_grad_output = grad_output[part][..., rows, :]
             grad_V[part] += np.swapaxes(tile_weights, -1, -2) @ tile_grad_output
@@ -346,7 +361,7 @@ def attention_backward(grad_output, cache):
         grad_Q[part] *= scale
         grad_K[part] *= scale
 
-    for_each_part(backward_part, split_batch, _head_bytes(weights))
+    for_each_part(backward_part, split_batch, _head_bytes(weights.shape, weights.itemsize))
     return (
         _sum_to_shape(grad_Q, Q.shape),
         _sum_to_shape(grad_K, K.shape),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -72,6 +73,8 @@ CASES = {
 
 def forward_backward(Q, K, V, grad_output, mask):
     output, cache = attention_forward(Q, K, V, mask, return_cache=True)
+    # Without a cache the forward pass works in tile buffers: same output.
+    np.testing.assert_array_equal(attention_forward(Q, K, V, mask), output)
     return (output, cache.weights, *attention_backward(grad_output, cache))
 
 
@@ -101,6 +104,20 @@ def test_split_gradients_agree_with_central_differences(case, monkeypatch):
     split_everything(monkeypatch)
     report = check_attention_gradients(Q, K, V, mask, tolerance=1e-6)
     assert report.passed, str(report)
+
+
+def test_forward_without_cache_never_builds_the_full_weights():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.normal(size=(1, 2, 2048, 16)).astype(np.float32) for _ in range(3))
+    weights_bytes = 2 * 2048 * 2048 * 4  # 32 MB, in tiles of about 4 MB
+    mask = causal_mask(2048)
+    tracemalloc.start()
+    output = attention_forward(Q, K, V, mask)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < weights_bytes / 2, f"peak {peak / 2**20:.1f} MB"
+    expected, _ = attention_forward(Q, K, V, mask, return_cache=True)
+    np.testing.assert_array_equal(output, expected)
 
 
 def test_fully_masked_rows_stay_zero_when_split(monkeypatch):
@@ -141,9 +158,9 @@ def test_small_inputs_are_one_vectorised_call(monkeypatch):
 
 def test_row_tiles_cover_every_row_once(monkeypatch):
     monkeypatch.setattr(_heads, "TILE_BYTES", 3 * 10 * 8)
-    tiles = _heads.row_tiles(np.zeros((2, 7, 10)))  # 2 heads: 160 bytes a row, one row a tile
+    tiles = _heads.row_tiles((2, 7, 10), itemsize=8)  # 2 heads: 160 bytes a row, one row a tile
     assert [(s.start, s.stop) for s in tiles] == [(i, i + 1) for i in range(7)]
-    tiles = _heads.row_tiles(np.zeros((7, 10)))  # 80 bytes a row: three rows a tile
+    tiles = _heads.row_tiles((7, 10), itemsize=8)  # 80 bytes a row: three rows a tile
     assert [(s.start, s.stop) for s in tiles] == [(0, 3), (3, 6), (6, 7)]
 
 
