@@ -12,6 +12,8 @@ Before timing, every implementation's output and gradients are checked against
 ours. Printed: medians in milliseconds, ours/chapter and ours/torch ratios,
 peak extra memory of forward+backward (tracemalloc, ours/chapter), and what
 the input checks (finiteness included) cost as a share of forward+backward.
+Beside each torch target, the middle half of the per-round ratios shows how
+far the verdict could move from run to run on this machine.
 
 Usage::
 
@@ -151,12 +153,13 @@ def torch_pair():
 # ---------------------------------------------------------------- measuring
 
 
-def median_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
-    """Median milliseconds of each function, timed in turn within every round.
+def round_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
+    """Milliseconds of each function in every round, the contenders timed in turn.
 
     Interleaving matters on a shared machine: a burst of load from elsewhere
     slows every contender of that round alike instead of one of them, so the
-    ratios stay meaningful even when the absolute times drift. But thread
+    ratios stay meaningful even when the absolute times drift, and the ratio
+    within one round pairs two calls made under the same conditions. But thread
     pools keep spinning after their last call (OpenBLAS's pthreads for about
     0.1 s, torch's OpenMP too) and would slow whichever library runs next. So
     each turn first idles until the other library's pools sleep, then makes
@@ -171,9 +174,22 @@ def median_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
             function(*args)  # untimed: wakes this library's own thread pools
             tic = time.perf_counter()
             function(*args)
-            times[name].append(time.perf_counter() - tic)
+            times[name].append(1e3 * (time.perf_counter() - tic))
         rounds += 1
-    return {name: 1e3 * statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def median_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
+    """Median of :func:`round_ms` for each function."""
+    rounds = round_ms(functions, args, repeats, budget_s, idle_s)
+    return {name: statistics.median(values) for name, values in rounds.items()}
+
+
+def paired_spread(numerator, denominator):
+    """Lower and upper quartile of the per-round ratios ``numerator / denominator``."""
+    ratios = [a / b for a, b in zip(numerator, denominator, strict=True)]
+    lower, _, upper = statistics.quantiles(ratios, n=4, method="inclusive")
+    return lower, upper
 
 
 def peak_bytes(function, args):
@@ -216,7 +232,10 @@ def run(shapes, dtypes, repeats, budget_s, idle_s=IDLE_S):
                     assert_same(reference, theirs(*args), dtype, f"torch {kind} {shape}")
                     contenders["torch"] = theirs
                 row = {"dtype": np.dtype(dtype).name, "shape": shape, "kind": kind, "torch": None}
-                row.update(median_ms(contenders, args, repeats, budget_s, idle_s))
+                rounds = round_ms(contenders, args, repeats, budget_s, idle_s)
+                row.update({name: statistics.median(values) for name, values in rounds.items()})
+                if "torch" in rounds:
+                    row["torch_spread"] = paired_spread(rounds["ours"], rounds["torch"])
                 if kind == "fwd+bwd":
                     row["memory"] = peak_bytes(ours, args) / peak_bytes(chapter, args)
                     if torch_functions is not None:
@@ -288,7 +307,11 @@ def report_targets(rows):
         if r["torch"] is not None:
             ratio = r["ours"] / r["torch"]
             verdict = "met" if ratio <= 1.0 else "MISSED"
-            verdicts.append(f"ours/torch {ratio:.2f}x (target <= 1.00x: {verdict})")
+            lower, upper = r["torch_spread"]
+            verdicts.append(
+                f"ours/torch {ratio:.2f}x (target <= 1.00x: {verdict}; "
+                f"middle half of the rounds {lower:.2f}-{upper:.2f}x)"
+            )
         print(f"float32 {r['shape']} fwd+bwd: " + "; ".join(verdicts))
         if "products" in r:
             numpy_ms, torch_ms = r["products"]["numpy"], r["products"]["torch"]
@@ -311,7 +334,7 @@ def main():
     if args.smoke:
         rows = run(SMOKE_SHAPES, [np.float32, np.float64], repeats=2, budget_s=0.0, idle_s=0.0)
     else:
-        rows = run(SHAPES, [np.float32, np.float64], repeats=5, budget_s=1.0)
+        rows = run(SHAPES, [np.float32, np.float64], repeats=9, budget_s=1.0)
     report_targets(rows)
 
 
