@@ -179,10 +179,13 @@ def round_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
     return times
 
 
-def median_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
-    """Median of :func:`round_ms` for each function."""
-    rounds = round_ms(functions, args, repeats, budget_s, idle_s)
+def medians(rounds):
+    """Median milliseconds of each function in a :func:`round_ms` result."""
     return {name: statistics.median(values) for name, values in rounds.items()}
+
+
+def median_ms(functions, args, repeats, budget_s, idle_s=IDLE_S):
+    return medians(round_ms(functions, args, repeats, budget_s, idle_s))
 
 
 def paired_spread(numerator, denominator):
@@ -233,7 +236,7 @@ def run(shapes, dtypes, repeats, budget_s, idle_s=IDLE_S):
                     contenders["torch"] = theirs
                 row = {"dtype": np.dtype(dtype).name, "shape": shape, "kind": kind, "torch": None}
                 rounds = round_ms(contenders, args, repeats, budget_s, idle_s)
-                row.update({name: statistics.median(values) for name, values in rounds.items()})
+                row.update(medians(rounds))
                 if "torch" in rounds:
                     row["torch_spread"] = paired_spread(rounds["ours"], rounds["torch"])
                 if kind == "fwd+bwd":

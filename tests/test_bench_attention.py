@@ -7,7 +7,6 @@ made-up timings.
 
 import importlib.util
 import pathlib
-import statistics
 
 import pytest
 
@@ -25,7 +24,7 @@ def bench():
 def _row(rounds, bench, shape=(2, 8, 1024, 64), dtype="float32", kind="fwd+bwd"):
     """A table row as ``run`` builds it, from per-round milliseconds."""
     row = {"dtype": dtype, "shape": shape, "kind": kind}
-    row.update({name: statistics.median(values) for name, values in rounds.items()})
+    row.update(bench.medians(rounds))
     row["torch_spread"] = bench.paired_spread(rounds["ours"], rounds["torch"])
     return row
 
