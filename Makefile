@@ -33,6 +33,7 @@ lab: setup
 # there is no notebook at all (the series is still being written).
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 ifeq ($(NOTEBOOKS),)
 	@echo "No notebooks yet: nbval step skipped."

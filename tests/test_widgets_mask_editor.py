@@ -170,8 +170,16 @@ def _drawn_from_scratch(draw, state):
     ("changes", "new_drawings"),
     [
         # same T throughout: every change blits
-        ([{"causal": False}, {"blocked": ((2, 1),)}, {"length_1": 1}, {"causal": True},
-          {"length_0": 2}], 0),
+        (
+            [
+                {"causal": False},
+                {"blocked": ((2, 1),)},
+                {"length_1": 1},
+                {"causal": True},
+                {"length_0": 2},
+            ],
+            0,
+        ),
         # a new T is drawn from scratch, the changes at that T blit
         ([{"length": 6}, {"blocked": ((2, 1), (5, 0))}, {"length_1": 2}, {"causal": False}], 1),
         # T = 8: no numbers in the cells
@@ -201,7 +209,9 @@ def test_fast_path_frames_match_a_fresh_editor_and_a_fresh_drawing(
 
     values = live.values
     fresh = mask_editor.mask_editor_explorer(
-        values["length"], values["causal"], (values["length_0"], values["length_1"]),
+        values["length"],
+        values["causal"],
+        (values["length_0"], values["length_1"]),
         values["blocked"],
     )
     assert fresh.state.lengths == live.state.lengths
@@ -225,8 +235,13 @@ def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
     calls.clear()
     editor.controls["length"].value = 3  # the slider, as a user drags it: no batch around it
     assert len(calls) == 1 and len(frames) == 1
-    assert calls[0] == {"length": 3, "causal": True, "length_0": 3, "length_1": 3,
-                        "blocked": ((1, 1),)}
+    assert calls[0] == {
+        "length": 3,
+        "causal": True,
+        "length_0": 3,
+        "length_1": 3,
+        "blocked": ((1, 1),),
+    }
     editor.set(causal=False, length_1=1, blocked=((0, 0),))  # three controls, one batch
     assert len(calls) == 2 and len(frames) == 2
     assert editor.state.lengths == (3, 1) and editor.state.blocked == {(0, 0)}
@@ -236,11 +251,17 @@ def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
 def test_static_key_changes_with_length_and_row_sums_only():
     key = mask_editor.static_key
     base = mask_editor.update(4, True, (4, 2))
-    for same in (mask_editor.update(4, False, (4, 2)), mask_editor.update(4, True, (3, 1)),
-                 mask_editor.update(4, True, (4, 2), {(3, 0), (2, 2)})):
+    for same in (
+        mask_editor.update(4, False, (4, 2)),
+        mask_editor.update(4, True, (3, 1)),
+        mask_editor.update(4, True, (4, 2), {(3, 0), (2, 2)}),
+    ):
         assert key(same) == key(base)
-    for other in (mask_editor.update(5, True, (4, 2)), mask_editor.update(4, True, (4, 0)),
-                  mask_editor.update(4, True, (4, 2), {(0, 0)})):
+    for other in (
+        mask_editor.update(5, True, (4, 2)),
+        mask_editor.update(4, True, (4, 0)),
+        mask_editor.update(4, True, (4, 2), {(0, 0)}),
+    ):
         assert key(other) != key(base)
 
 

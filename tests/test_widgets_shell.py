@@ -236,8 +236,15 @@ def _counting_update(calls):
 
 def test_batch_and_set_run_one_update_and_one_redraw_per_batch():
     calls = []
-    explorer = Explorer("toy", _controls(), _counting_update(calls), _draw, lambda s: "",
-                        lambda v, s: "", figsize=(3.0, 2.5))
+    explorer = Explorer(
+        "toy",
+        _controls(),
+        _counting_update(calls),
+        _draw,
+        lambda s: "",
+        lambda v, s: "",
+        figsize=(3.0, 2.5),
+    )
     frames = []
     explorer.figure.observe(lambda change: frames.append(change["new"]), names="value")
     calls.clear()
@@ -269,16 +276,31 @@ def test_follow_moves_dependent_controls_within_the_same_update():
     def follow_angle(change):  # e.g. a range that follows the main control
         controls["scale"].value = abs(change["new"]) / 2
 
-    explorer = Explorer("toy", controls, _counting_update(calls), _draw, lambda s: "",
-                        lambda v, s: "", follow={"angle": follow_angle}, figsize=(3.0, 2.5))
+    explorer = Explorer(
+        "toy",
+        controls,
+        _counting_update(calls),
+        _draw,
+        lambda s: "",
+        lambda v, s: "",
+        follow={"angle": follow_angle},
+        figsize=(3.0, 2.5),
+    )
     calls.clear()
     controls["angle"].value = 1.5  # as the slider does: no batch around it
     assert calls == [(1.5, 0.75)]
     controls["scale"].value = 2.0  # a dependent control on its own: no follow
     assert calls[1:] == [(1.5, 2.0)] and explorer.values["angle"] == 1.5
     with pytest.raises(KeyError, match="unknown control"):
-        Explorer("bad", _controls(), _update, _draw, lambda s: "", lambda v, s: "",
-                 follow={"colour": follow_angle})
+        Explorer(
+            "bad",
+            _controls(),
+            _update,
+            _draw,
+            lambda s: "",
+            lambda v, s: "",
+            follow={"colour": follow_angle},
+        )
 
 
 def test_a_new_static_key_draws_in_full_and_freezes_again():
@@ -296,8 +318,17 @@ def test_a_new_static_key_draws_in_full_and_freezes_again():
     def refresh(fig, state):
         return plots.update_arrows_2d(fig.axes[0], state["point"])
 
-    explorer = Explorer("zoom", _controls(), update, draw, lambda s: "", lambda v, s: "",
-                        refresh=refresh, static_key=lambda s: s["limit"], figsize=(3.0, 2.5))
+    explorer = Explorer(
+        "zoom",
+        _controls(),
+        update,
+        draw,
+        lambda s: "",
+        lambda v, s: "",
+        refresh=refresh,
+        static_key=lambda s: s["limit"],
+        figsize=(3.0, 2.5),
+    )
     explorer.set(angle=1.0)
     explorer.set(scale=0.5)  # same limit: blitted
     assert draws == [2.5]
@@ -314,6 +345,7 @@ def test_a_new_static_key_draws_in_full_and_freezes_again():
     draw(fig, explorer.state)
     full = render_png(fig)
     assert explorer._fig.axes[0].get_position().bounds == pytest.approx(
-        fig.axes[0].get_position().bounds)
+        fig.axes[0].get_position().bounds
+    )
     differing = np.any(_pixels(explorer.png) != _pixels(full), axis=-1)
     assert differing.mean() < 1e-3  # the same picture, a few antialiased pixels aside

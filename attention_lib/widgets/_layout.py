@@ -25,10 +25,14 @@ def margins(fig, *, left, right, bottom, top, gap, columns=2):
     """
     from .. import plots
 
-    factor = (plots.STYLES[plots.figure_style(fig)]["label"]
-              / plots.STYLES["default"]["label"])
+    factor = plots.STYLES[plots.figure_style(fig)]["label"] / plots.STYLES["default"]["label"]
     width, height = (float(x) for x in fig.get_size_inches())
     left, right, bottom, top, gap = (factor * x for x in (left, right, bottom, top, gap))
     axes_width = (width - left - right - gap * (columns - 1)) / columns
-    return {"left": left / width, "right": 1 - right / width, "bottom": bottom / height,
-            "top": 1 - top / height, "wspace": gap / axes_width}
+    return {
+        "left": left / width,
+        "right": 1 - right / width,
+        "bottom": bottom / height,
+        "top": 1 - top / height,
+        "wspace": gap / axes_width,
+    }

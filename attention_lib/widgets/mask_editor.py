@@ -127,9 +127,7 @@ def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
     lengths = tuple(int(min(max(n, 0), length)) for n in lengths)
     if not lengths:
         raise ValueError("lengths must name at least one example.")
-    blocked = frozenset(
-        (int(q), int(k)) for q, k in blocked if 0 <= q < length and 0 <= k < length
-    )
+    blocked = frozenset((int(q), int(k)) for q, k in blocked if 0 <= q < length and 0 <= k < length)
     Q, K, V = example_inputs(length, batch=len(lengths), seed=seed)
 
     causal_part = causal_mask(length) if causal else None
@@ -204,8 +202,9 @@ def draw(fig, state):
     # Fixed margins instead of constrained layout (the layout pass costs about a third
     # of a redraw); the colour bar gets its own narrow axes so both heatmaps match.
     fig.set_layout_engine("none")
-    room = margins(fig, left=1.15, right=_COLORBAR_INCHES, bottom=0.85, top=0.6, gap=1.2,
-                   columns=batch)
+    room = margins(
+        fig, left=1.15, right=_COLORBAR_INCHES, bottom=0.85, top=0.6, gap=1.2, columns=batch
+    )
     grid = fig.add_gridspec(1, batch, **room)
     axes = [fig.add_subplot(grid[0, b]) for b in range(batch)]
     annotate = state.length <= 6  # at 7 and 8 the numbers no longer fit the cells
@@ -223,8 +222,14 @@ def draw(fig, state):
         )
         ax.tick_params(axis="x", labelrotation=90 if state.length > 4 else 0)
     right = room["right"]
-    bar_axes = fig.add_axes((right + 0.2 * (1 - right), room["bottom"], 0.15 * (1 - right),
-                             room["top"] - room["bottom"]))
+    bar_axes = fig.add_axes(
+        (
+            right + 0.2 * (1 - right),
+            room["bottom"],
+            0.15 * (1 - right),
+            room["top"] - room["bottom"],
+        )
+    )
     bar = fig.colorbar(image, cax=bar_axes)
     bar.set_label("weight")
     return axes
@@ -314,8 +319,9 @@ def table(state):
             ]
             rows.append([f"query {t}", *cells, f"{state.row_sums[b, t]:.3f}"])
         header = ["", *(f"key {j}" for j in range(state.length)), "row sum"]
-        caption = (f"example {b}: {state.lengths[b]} real tokens, causal "
-                   f"{'on' if state.causal else 'off'}")
+        caption = (
+            f"example {b}: {state.lengths[b]} real tokens, causal {'on' if state.causal else 'off'}"
+        )
         parts.append(html_table(rows, header, caption=caption))
     return "".join(parts)
 
@@ -448,13 +454,21 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
     if len(lengths) != BATCH:
         raise ValueError(f"lengths must give {BATCH} examples; got {lengths!r}.")
     slider = {"continuous_update": False, "style": {"description_width": "initial"}}
-    size = widgets.IntSlider(length, 1, MAX_LENGTH, description="T", **slider,
-                             layout=widgets.Layout(width="220px"))
-    causal_box = widgets.Checkbox(bool(causal), description="causal", indent=False,
-                                  layout=widgets.Layout(width="90px"))
+    size = widgets.IntSlider(
+        length, 1, MAX_LENGTH, description="T", **slider, layout=widgets.Layout(width="220px")
+    )
+    causal_box = widgets.Checkbox(
+        bool(causal), description="causal", indent=False, layout=widgets.Layout(width="90px")
+    )
     length_sliders = [
-        widgets.IntSlider(min(n, length), 0, length, description=f"real tokens in example {b}",
-                          **slider, layout=widgets.Layout(width="380px"))
+        widgets.IntSlider(
+            min(n, length),
+            0,
+            length,
+            description=f"real tokens in example {b}",
+            **slider,
+            layout=widgets.Layout(width="380px"),
+        )
         for b, n in enumerate(lengths)
     ]
     grid = CellGrid(length, blocked)
@@ -478,9 +492,19 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
         "blocked": grid,
     }
     figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
-    explorer = Explorer("mask editor", controls, update_from_controls, draw, table, _readout,
-                        refresh=refresh, static_key=static_key, follow={"length": follow_length},
-                        figsize=figsize, style=style)
+    explorer = Explorer(
+        "mask editor",
+        controls,
+        update_from_controls,
+        draw,
+        table,
+        _readout,
+        refresh=refresh,
+        static_key=static_key,
+        follow={"length": follow_length},
+        figsize=figsize,
+        style=style,
+    )
     return explorer
 
 

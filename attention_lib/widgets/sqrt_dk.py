@@ -148,8 +148,10 @@ def _normal_reference_counts(n):
 
 def _titles(state):
     hist = f"d_k = {state.d_k}, {_mode(state.scaled)}\nscore std {state.score_std:.2f}"
-    row = (f"query {state.row}: largest weight {state.row_max_weight:.2f}\n"
-           f"entropy {state.row_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}")
+    row = (
+        f"query {state.row}: largest weight {state.row_max_weight:.2f}\n"
+        f"entropy {state.row_entropy:.2f}, ‖J‖ {state.row_jacobian_norm:.3f}"
+    )
     return hist, row
 
 
@@ -170,10 +172,22 @@ def _row_bars(ax, weights):
     One LineCollection instead of n bar patches: the same picture, less to draw.
     """
     n = weights.size
-    bars = ax.vlines(np.arange(n), 0.0, weights, colors=_row_colors(weights),
-                     linewidth=max(1.0, 240.0 / n), gid="row-weights")
-    ax.axhline(1.0 / n, color="#555555", linestyle="--", linewidth=1.0, label=f"uniform 1/{n}",
-               gid="uniform")
+    bars = ax.vlines(
+        np.arange(n),
+        0.0,
+        weights,
+        colors=_row_colors(weights),
+        linewidth=max(1.0, 240.0 / n),
+        gid="row-weights",
+    )
+    ax.axhline(
+        1.0 / n,
+        color="#555555",
+        linestyle="--",
+        linewidth=1.0,
+        label=f"uniform 1/{n}",
+        gid="uniform",
+    )
     ax.set_xlim(-1, n)
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("key")
@@ -205,14 +219,21 @@ def draw(fig, state):
     # whole rest of a redraw, and these two panels do not change size.
     fig.set_layout_engine("none")
     hist_ax, row_ax = fig.subplots(
-        1, 2, gridspec_kw={"width_ratios": [1.0, 1.25],
-                           **margins(fig, left=0.75, right=0.15, bottom=0.6, top=0.6, gap=0.75)},
+        1,
+        2,
+        gridspec_kw={
+            "width_ratios": [1.0, 1.25],
+            **margins(fig, left=0.75, right=0.15, bottom=0.6, top=0.6, gap=0.75),
+        },
     )
     hist_title, row_title = _titles(state)
     n = state.scores.size
     bars = plots.score_histogram(
         np.clip(np.abs(state.scores), MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1]),
-        ax=hist_ax, bins=MAGNITUDE_BINS, density=False, title=hist_title,
+        ax=hist_ax,
+        bins=MAGNITUDE_BINS,
+        density=False,
+        title=hist_title,
         xlabel="|score| (log scale)",
     )
     for bar in bars:
@@ -220,11 +241,18 @@ def draw(fig, state):
     hist_ax.set_xscale("log")
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
-    hist_ax.stairs(_normal_reference_counts(n), MAGNITUDE_BINS, color="#D55E00",
-                   linestyle="--", linewidth=1.5, label="|N(0, 1)|: the scaled target",
-                   gid="normal-reference")
-    hist_ax.axvline(state.score_std, color="black", linewidth=1.2, gid="score-std",
-                    label="score std")
+    hist_ax.stairs(
+        _normal_reference_counts(n),
+        MAGNITUDE_BINS,
+        color="#D55E00",
+        linestyle="--",
+        linewidth=1.5,
+        label="|N(0, 1)|: the scaled target",
+        gid="normal-reference",
+    )
+    hist_ax.axvline(
+        state.score_std, color="black", linewidth=1.2, gid="score-std", label="score std"
+    )
     hist_ax.legend(loc="upper left")
     _row_bars(row_ax, state.row_weights)
     row_ax.set_title(row_title)
@@ -287,8 +315,9 @@ def table(state):
         f"d_k = {state.d_k}, {_mode(state.scaled)}, {state.scores.shape[0]} queries x "
         f"{state.scores.shape[1]} keys"
     )
-    return html_table(rows, ["quantity", f"query {state.row}", "average over queries"],
-                      caption=caption)
+    return html_table(
+        rows, ["quantity", f"query {state.row}", "average over queries"], caption=caption
+    )
 
 
 def _readout(values, state):
@@ -336,12 +365,20 @@ def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
             readout=True,
             layout=widgets.Layout(width="360px"),
         ),
-        "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k",
-                                   indent=False),
+        "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k", indent=False),
     }
     figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
-    return Explorer("sqrt(d_k)", controls, update, draw, table, _readout, refresh=refresh,
-                    figsize=figsize, style=style)
+    return Explorer(
+        "sqrt(d_k)",
+        controls,
+        update,
+        draw,
+        table,
+        _readout,
+        refresh=refresh,
+        figsize=figsize,
+        style=style,
+    )
 
 
 EXPLORER = ExplorerSpec(
