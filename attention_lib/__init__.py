@@ -32,7 +32,15 @@ from .gradcheck import (
     numerical_gradient,
     relative_error,
 )
-from .masks import causal_mask, combine_masks, padding_mask, valid_from_lengths, validate_mask
+from .masks import (
+    causal_mask,
+    combine_masks,
+    document_ids,
+    packed_causal_mask,
+    padding_mask,
+    valid_from_lengths,
+    validate_mask,
+)
 from .variance import (
     SaturationStats,
     dot_product_variance,
@@ -63,10 +71,12 @@ __all__ = [
     "causal_mask",
     "check_attention_gradients",
     "combine_masks",
+    "document_ids",
     "dot_product_variance",
     "gradient_check",
     "masked_softmax",
     "numerical_gradient",
+    "packed_causal_mask",
     "padding_mask",
     "plots",
     "random_scores",

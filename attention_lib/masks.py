@@ -5,7 +5,9 @@ They broadcast against the weights of shape ``(..., T_q, T_k)``:
 
 * a causal mask is ``(T_q, T_k)`` and serves every batch and head;
 * a padding mask is ``(B, 1, T_k)`` for ``(B, T, d)`` inputs and
-  ``(B, 1, 1, T_k)`` for ``(B, H, T, d)`` inputs.
+  ``(B, 1, 1, T_k)`` for ``(B, H, T, d)`` inputs;
+* a packed causal mask (several documents in one row) is ``(T, T)``,
+  block-diagonal with a causal triangle in each document's block.
 
 The second case is a trap: NumPy lines shapes up from the right, so a
 ``(B, 1, T_k)`` mask against ``(B, H, T_q, T_k)`` weights pairs its ``B`` axis
@@ -53,6 +55,60 @@ def causal_mask(length, k_length=None):
     q_length = require_whole_number(length, "length")
     k_length = q_length if k_length is None else require_whole_number(k_length, "k_length")
     return np.arange(q_length)[:, None] >= np.arange(k_length)[None, :]
+
+
+def packed_causal_mask(lengths):
+    """Causal mask for several documents packed one after another into one row.
+
+    Training streams are often packed: documents of different lengths are
+    concatenated so that no position is wasted on padding. A token may then
+    read only earlier tokens *of its own document*, so the mask is causal
+    inside each document and blocked between documents: block-diagonal, with
+    a lower triangle in each block.
+
+    Parameters
+    ----------
+    lengths : array_like of int, shape (n_documents,)
+        Length of each packed document, in order (each at least 1). The row
+        length is ``sum(lengths)``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (T, T) with ``T = sum(lengths)``
+
+    Examples
+    --------
+    >>> packed_causal_mask([2, 3]).astype(int)
+    array([[1, 0, 0, 0, 0],
+           [1, 1, 0, 0, 0],
+           [0, 0, 1, 0, 0],
+           [0, 0, 1, 1, 0],
+           [0, 0, 1, 1, 1]])
+    """
+    document = document_ids(lengths)
+    length = document.size
+    return causal_mask(length) & (document[:, None] == document[None, :])
+
+
+def document_ids(lengths):
+    """Which document each position of a packed row belongs to: ``[0, 0, 1, 1, 1]`` for ``[2, 3]``.
+
+    Examples
+    --------
+    >>> document_ids([2, 3])
+    array([0, 0, 1, 1, 1])
+    """
+    lengths = np.asarray(lengths)
+    if lengths.dtype.kind not in "iu" or lengths.ndim != 1 or lengths.size == 0:
+        raise TypeError(
+            "lengths must be a non-empty 1-D array of whole numbers, one per packed "
+            f"document; got dtype {lengths.dtype} and shape {lengths.shape}."
+        )
+    if lengths.min() < 1:
+        raise ValueError(
+            f"every packed document needs at least one token; got lengths {lengths.tolist()}."
+        )
+    return np.repeat(np.arange(lengths.size), lengths)
 
 
 def padding_mask(valid, *, heads=False):

@@ -34,6 +34,7 @@ from matplotlib.path import Path
 
 __all__ = [
     "COLORS",
+    "DIVERGING_CMAP",
     "MASKED_COLOR",
     "STYLES",
     "arrows_2d",
@@ -68,6 +69,11 @@ COLORS = {
     "output": "#CC79A7",  # reddish purple
     "reference": "#555555",  # dark grey: y = d_k lines, markers
 }
+#: Diverging map for signed quantities (gradients): ColorBrewer's purple-orange,
+#: readable with the common colour-vision deficiencies, white at 0 so that a
+#: zero never looks like the grey hatch of a masked cell.
+DIVERGING_CMAP = "PuOr_r"
+
 _QUERY_COLOR = COLORS["query"]
 _KEY_COLOR = COLORS["key"]
 _VALUE_COLOR = COLORS["value"]
@@ -356,10 +362,12 @@ def attention_heatmap(
     annotate=None,
     decimals=2,
     title=None,
-    cmap="viridis",
+    cmap=None,
     vmin=0.0,
     vmax=1.0,
     colorbar=True,
+    colorbar_label=None,
+    signed=False,
     style=None,
 ):
     """Attention weights as a heatmap: one row per query, one column per key.
@@ -382,10 +390,20 @@ def attention_heatmap(
         when the matrix is small enough to read (at most 10 x 10).
     decimals : int, default 2
     title : str, optional
-    cmap : str, default "viridis"
+    cmap : str, optional
+        Default "viridis" (sequential), or ``DIVERGING_CMAP`` when ``signed``.
     vmin, vmax : float, default 0 and 1
         Colour range; weights live in [0, 1]. Pass None for the data range.
+        Ignored when ``signed``.
     colorbar : bool, default True
+    colorbar_label : str, optional
+        What the colours measure, e.g. "∂L/∂S". Default "weight" for the
+        default range, otherwise "value".
+    signed : bool, default False
+        For signed quantities such as gradients: a diverging colour map centred
+        at 0 (white), with limits ``±max|value|``, so positive and negative
+        entries get opposite hues and a zero is white, never the grey hatch of
+        a masked cell.
     style : {"default", "board"}, optional
         Default: the figure's style (see :func:`figure_style`).
 
@@ -419,6 +437,12 @@ def attention_heatmap(
     _style_axes(ax, style)
 
     shown = np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights))
+    if signed:
+        largest = float(np.abs(shown).max()) if shown.count() else 0.0
+        vmax = largest if largest > 0 else 1.0
+        vmin = -vmax
+    if cmap is None:
+        cmap = DIVERGING_CMAP if signed else "viridis"
     colormap = mpl.colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     image = ax.imshow(
         shown,
@@ -470,7 +494,9 @@ def attention_heatmap(
     if colorbar:
         bar = ax.figure.colorbar(image, ax=ax, shrink=0.85)
         bar.ax.tick_params(labelsize=spec["tick"])
-        bar.set_label("weight" if (vmin, vmax) == (0.0, 1.0) else "value", fontsize=spec["label"])
+        if colorbar_label is None:
+            colorbar_label = "weight" if (vmin, vmax) == (0.0, 1.0) else "value"
+        bar.set_label(colorbar_label, fontsize=spec["label"])
     _style_labels(ax, spec)
     return image
 

@@ -7,6 +7,7 @@ from attention_lib import (
     attention_forward,
     causal_mask,
     combine_masks,
+    packed_causal_mask,
     padding_mask,
     valid_from_lengths,
     validate_mask,
@@ -82,3 +83,34 @@ def test_combine_masks_skips_none():
 def test_validate_mask_accepts_broadcastable_masks_unchanged():
     mask = causal_mask(4)
     assert validate_mask(mask, (2, 3, 4, 4)) is mask
+
+
+def test_packed_causal_mask_matches_a_loop_over_positions():
+    lengths = [3, 1, 4]
+    mask = packed_causal_mask(lengths)
+    starts = np.cumsum([0] + lengths[:-1])
+    document = [d for d, n in enumerate(lengths) for _ in range(n)]
+    for i in range(sum(lengths)):
+        for j in range(sum(lengths)):
+            expected = document[i] == document[j] and j <= i
+            assert mask[i, j] == expected, (i, j)
+    # each document's first token reads only itself
+    assert all(mask[s].sum() == 1 for s in starts)
+
+
+def test_packed_causal_mask_with_one_document_is_causal():
+    np.testing.assert_array_equal(packed_causal_mask([5]), causal_mask(5))
+
+
+@pytest.mark.parametrize(
+    ("lengths", "error", "message"),
+    [
+        ([2, 0], ValueError, "at least one token"),
+        ([], TypeError, "non-empty 1-D"),
+        ([1.5, 2], TypeError, "whole numbers"),
+        ([[1, 2]], TypeError, "shape \\(1, 2\\)"),
+    ],
+)
+def test_packed_causal_mask_rejects_bad_lengths(lengths, error, message):
+    with pytest.raises(error, match=message):
+        packed_causal_mask(lengths)

@@ -244,3 +244,18 @@ def test_update_attention_heatmap_moves_weights_mask_and_annotations():
     assert len(ax.patches[0].get_path().vertices) == 1
     with pytest.raises(ValueError, match="Draw a new heatmap"):
         plots.update_attention_heatmap(ax, np.zeros((2, 3)))
+
+
+def test_signed_heatmap_is_centred_at_zero_and_masked_cells_stay_hatched():
+    fig, ax = plots.new_figure(pyplot=False)
+    grad_scores = np.array([[0.0, 0.0], [0.3, -0.6]])
+    image = plots.attention_heatmap(
+        grad_scores, ax=ax, mask=causal_mask(2), signed=True, colorbar_label="∂L/∂S"
+    )
+    assert image.get_clim() == (-0.6, 0.6)
+    assert image.get_cmap().name.startswith(plots.DIVERGING_CMAP)
+    # an unmasked zero is white-ish, a masked cell is the grey "bad" colour
+    zero_rgba = image.get_cmap()(image.norm(0.0))
+    assert min(zero_rgba[:3]) > 0.9
+    assert max(image.get_cmap().get_bad()[:3]) < 0.8  # MASKED_COLOR grey, darker than the zero
+    assert fig.axes[-1].get_ylabel() == "∂L/∂S"
