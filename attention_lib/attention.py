@@ -24,7 +24,7 @@ key gets all-zero weights, a zero output and zero gradients, like PyTorch's
 Two paths, one contract. Each public function checks its input at the door
 (:mod:`attention_lib._validation`) and then runs the plain code written right
 below it: ``_masked_softmax``, ``_readable_forward``, ``_softmax_backward`` and
-``_readable_backward`` are the chapter's listings, line for line. Every notebook
+``_readable_backward`` are the chapter's listings, step for step. Every notebook
 and explorer runs this code. Only an input whose weights, all heads together,
 take at least ``_FAST_PATH_MIN_BYTES`` (4 MB: one float32 head at T = 1024) is
 handed to :mod:`attention_lib._fast`, which computes the same equations tiled

@@ -68,6 +68,7 @@ CASES = {
     ),
     "cross attention, ragged last tile": ((3, 7, 4), (3, 8, 4), 2, causal_mask(7, 8)),
     "keys shared by the batch": ((4, 8, 4), (8, 4), 3, None),
+    "queries shared by the batch": ((8, 4), (2, 8, 4), 3, causal_mask(8)),
     "fully masked rows": ((2, 8, 4), (2, 8, 4), 3, SOME_ROWS_BLOCKED),
     "values add batch axes": ((8, 4), (8, 4), 3, None),
 }
@@ -82,7 +83,7 @@ def forward_backward(Q, K, V, grad_output, mask):
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_split_computation_gives_the_whole_batch_numbers(case, dtype, monkeypatch):
+def test_fast_split_computation_gives_the_readable_whole_batch_numbers(case, dtype, monkeypatch):
     shape_q, shape_k, d_v, mask = CASES[case]
     Q, K, V, grad_output = inputs(shape_q, shape_k, d_v, dtype=dtype)
     if case == "values add batch axes":
