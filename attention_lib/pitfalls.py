@@ -6,9 +6,11 @@ the exercise checkers use them to recognise a student's bug. None of them is
 exported from :mod:`attention_lib` itself, so nobody imports a wrong function
 by accident: you must write ``from attention_lib import pitfalls``.
 
-Each one is the library's readable code (:mod:`attention_lib.attention`) with
-one step changed, and the line that changes says so: the rest is the right
-code, called rather than copied. The softmax pitfalls skip the library's input
+Each one calls the library's readable code (:mod:`attention_lib.attention`)
+and changes one step, on a line marked WRONG; the right steps around it are
+called, not copied. Two mistakes are a formula of their own and are written
+out in a line or two: the softmax without its max subtraction and the upper
+triangle as a causal mask. The softmax pitfalls skip the library's input
 checks on purpose (``large_negative_fill`` must accept float16 to show how it
 breaks), and none of them silences NumPy's floating-point warnings: the
 warnings are part of what goes wrong.
