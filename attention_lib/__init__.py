@@ -12,7 +12,9 @@ One idea per module:
   (import them as ``from attention_lib import pitfalls``; never re-exported here)
 
 ``plots``, ``widgets`` and ``pitfalls`` load on first use, so ``import attention_lib``
-stays light (no matplotlib or ipywidgets until a notebook draws).
+stays light (no matplotlib or ipywidgets until a notebook draws). For the same
+reason ``__all__`` leaves them out: ``from attention_lib import *`` brings in the
+computations only; write ``from attention_lib import plots`` to draw.
 """
 
 import importlib
@@ -78,7 +80,6 @@ __all__ = [
     "numerical_gradient",
     "packed_causal_mask",
     "padding_mask",
-    "plots",
     "random_scores",
     "relative_error",
     "saturation_stats",
@@ -88,5 +89,4 @@ __all__ = [
     "valid_from_lengths",
     "validate_mask",
     "variance_standard_error",
-    "widgets",
 ]

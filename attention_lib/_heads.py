@@ -1,19 +1,21 @@
 """How the attention passes are scheduled: whole heads on every core, rows in tiles.
 
-Every (batch, head) pair is an independent attention problem. For large inputs
-the forward and backward passes run part by part on a small thread pool (a
-part is a group of small heads or one large head), with NumPy's BLAS held to
-one thread inside each part: two cores then work on two parts at once, where a
-multithreaded BLAS would split every matrix product between them and leave the
-element-wise softmax passes, which NumPy runs on one core, to one of them.
+Every (batch, head) pair is an independent attention problem. The fast path
+(:mod:`attention_lib._fast`) runs its forward and backward passes part by part
+on a small thread pool (a part is a group of small heads or one large head),
+with NumPy's BLAS held to one thread inside each part: two cores then work on
+two parts at once, where a multithreaded BLAS would split every matrix product
+between them and leave the element-wise softmax passes, which NumPy runs on one
+core, to one of them.
 PyTorch's fused CPU kernel shares its work out the same way.
 
 Within a part, the rows are processed in tiles of about ``TILE_BYTES`` of
 weights, so that a tile is still in cache when the softmax passes over it.
 
 Nothing here changes the mathematics: each part runs the same products and
-passes as the whole batch would, so results agree to rounding
-(tests/test_scheduling.py checks it, gradients included).
+passes as the whole batch would, so results agree to rounding with the
+readable path (tests/test_scheduling.py and tests/test_paths.py check it,
+gradients included).
 """
 
 from __future__ import annotations
@@ -25,9 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-# Below about 4 MB of weights, splitting (and a thread pool) costs more than it
-# saves: small inputs, such as every notebook's and widget's, get one vectorised call.
-MIN_SPLIT_BYTES = 1 << 22
 # About 4 MB of weights per row tile: large enough for efficient matrix
 # products, small enough to stay in this machine's L2/L3 caches between passes.
 TILE_BYTES = 1 << 22
@@ -69,13 +68,14 @@ def for_each_part(task, batch_shape, head_bytes):
     A part is an index into the leading batch axes. Heads stay together while
     a part's weights fit in one tile and are split apart otherwise (then
     ``row_tiles`` cuts a head's rows); there are at least as many parts as
-    workers. Small inputs, and inputs without batch axes, get one call,
-    ``task(Ellipsis)``.
+    workers. Inputs without batch axes get one call, ``task(Ellipsis)``. (Small
+    inputs never get here: below 4 MB of weights, where splitting and a thread
+    pool would cost more than they save, the readable path runs instead.)
     """
-    n_heads = math.prod(batch_shape)
-    if not batch_shape or n_heads * head_bytes < MIN_SPLIT_BYTES:
+    if not batch_shape:
         task(Ellipsis)
         return
+    n_heads = math.prod(batch_shape)
     workers = min(blas_threads(), n_heads)
     depth = next(
         d

@@ -112,3 +112,94 @@ def require_whole_number(value, name, *, minimum=1):
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}; got {value}.")
     return int(value)
+
+
+def check_qkv(Q, K, V):
+    """Q, K and V as float arrays of one dtype whose shapes fit together, or a clear error."""
+    Q = as_float_array(Q, "Q", layout="(..., T_q, d_k)", check_finite=False)
+    K = as_float_array(K, "K", layout="(..., T_k, d_k)", check_finite=False)
+    V = as_float_array(V, "V", layout="(..., T_k, d_v)", check_finite=False)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            "Q and K must share their last axis d_k (each score is a dot product of a "
+            f"query with a key): got Q of shape {Q.shape} (d_k={Q.shape[-1]}) and K of "
+            f"shape {K.shape} (d_k={K.shape[-1]})."
+        )
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            "K and V must have the same length T_k (one value per key, second-to-last "
+            f"axis): got K of shape {K.shape} and V of shape {V.shape}."
+        )
+    if K.shape[-1] == 0:
+        raise ValueError(
+            f"Q and K have width d_k = 0 (Q of shape {Q.shape}, K of shape {K.shape}): a "
+            "score is a dot product over the last axis, so it needs d_k >= 1 entries."
+        )
+    if K.shape[-2] == 0:
+        raise ValueError(
+            f"K has no keys (T_k = 0): got K of shape {K.shape} and V of shape {V.shape}. "
+            "Each query's weights must share 1 over at least one key; to let a query read "
+            "nothing, keep the keys and block its row with a boolean mask."
+        )
+    try:
+        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading (batch/head) axes of Q {Q.shape[:-2]}, K {K.shape[:-2]} and "
+            f"V {V.shape[:-2]} do not broadcast together; expected equal axes or 1s."
+        ) from None
+    dtype = np.result_type(Q, K, V)
+    for name, array in (("Q", Q), ("K", K), ("V", V)):
+        require_finite(array, name)
+    return Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+
+
+def weights_shape_of(Q, K):
+    """Shape ``(..., T_q, T_k)`` of the weights of queries ``Q`` against keys ``K``."""
+    return np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
+
+
+def output_shape_of(Q, K, V):
+    """Shape ``(..., T_q, d_v)`` of the attention output (V may add batch axes)."""
+    return np.broadcast_shapes(weights_shape_of(Q, K)[:-2], V.shape[:-2]) + (
+        Q.shape[-2],
+        V.shape[-1],
+    )
+
+
+def check_grad_output(grad_output, cache, cache_type):
+    """``grad_output`` in the dtype of the forward pass that made ``cache``, or a clear error.
+
+    ``cache`` must be a ``cache_type`` (the ``AttentionCache``) whose arrays still
+    belong together.
+    """
+    if isinstance(cache, np.ndarray):
+        raise TypeError(
+            "cache must be the AttentionCache that attention_forward(Q, K, V, mask, "
+            f"return_cache=True) returns as its second value; got a NumPy array of shape "
+            f"{cache.shape}, which holds neither the inputs nor the weights the gradients "
+            "need. Keep both results, output, cache = attention_forward(Q, K, V, mask, "
+            "return_cache=True), and pass cache."
+        )
+    if not isinstance(cache, cache_type):
+        raise TypeError(
+            "cache must be the AttentionCache returned by "
+            "attention_forward(Q, K, V, mask, return_cache=True); got "
+            f"{type(cache).__name__}. A hand-made tuple cannot be checked for consistency."
+        )
+    expected_weights = weights_shape_of(cache.Q, cache.K)
+    expected_output = output_shape_of(cache.Q, cache.K, cache.V)
+    if cache.weights.shape != expected_weights or cache.output.shape != expected_output:
+        raise ValueError(
+            f"cache is inconsistent: weights {cache.weights.shape} and output "
+            f"{cache.output.shape} do not belong to Q {cache.Q.shape}, K {cache.K.shape}, "
+            f"V {cache.V.shape} (expected weights {expected_weights} and output "
+            f"{expected_output}); pass the cache exactly as attention_forward returned it."
+        )
+    grad_output = as_float_array(grad_output, "grad_output", layout="(..., T_q, d_v)")
+    if grad_output.shape != cache.output.shape:
+        raise ValueError(
+            f"grad_output must have the shape of the forward output {cache.output.shape}; "
+            f"got {grad_output.shape}."
+        )
+    return grad_output.astype(cache.output.dtype, copy=False)

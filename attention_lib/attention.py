@@ -1,6 +1,19 @@
-"""Scaled dot-product attention, forward and backward (chapter 19, eqs. 19.1-19.5).
+"""Scaled dot-product attention as chapter 19 writes it, forward and backward.
 
-    S = Q K^T / sqrt(d_k),   A = softmax(S) row by row,   O = A V
+The forward pass (eq. 19.1, listing 19.1)::
+
+    scores  = Q K^T / sqrt(d_k)
+    weights = softmax(scores), row by row, blocked keys at -inf
+    output  = weights V
+
+The backward pass (eqs. 19.3-19.5, listing 19.4) undoes those steps, last first::
+
+    output  = weights V           grad_V       = weights^T grad_output
+                                  grad_weights = grad_output V^T            (19.3)
+    weights = softmax(scores)     row_dot      = rowsum(grad_weights * weights)
+                                  grad_scores  = weights * (grad_weights - row_dot)  (19.4)
+    scores  = Q K^T / sqrt(d_k)   grad_Q = grad_scores K / sqrt(d_k)
+                                  grad_K = grad_scores^T Q / sqrt(d_k)     (19.5)
 
 Shapes follow ``(..., T, d)``: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)``,
 ``V (..., T_k, d_v)``; the leading axes broadcast. Masks are boolean (True =
@@ -8,30 +21,47 @@ may read) and act on the scores before softmax. A query row with no readable
 key gets all-zero weights, a zero output and zero gradients, like PyTorch's
 ``scaled_dot_product_attention``.
 
-The code reads like the chapter's listings, with three changes for speed that
-do not change the mathematics: the big ``(T_q, T_k)`` arrays are updated in
-place instead of allocating a new temporary per step; the backward pass uses
-``rowsum(grad_A * A) == rowsum(grad_O * O)`` (a ``T x d`` product instead of a
-``T x T`` one; FlashAttention-2 relies on the same identity); and large inputs
-run part by part (whole heads on every core, rows in cache-sized tiles, see
-:mod:`attention_lib._heads`), which is why the passes are written per ``part``.
+Two paths, one contract. Each public function checks its input at the door
+(:mod:`attention_lib._validation`) and then runs the plain code written right
+below it: ``_masked_softmax``, ``_readable_forward``, ``_softmax_backward`` and
+``_readable_backward`` are the chapter's listings, step for step. Every notebook
+and explorer runs this code. Only an input whose weights, all heads together,
+take at least ``_FAST_PATH_MIN_BYTES`` (4 MB: one float32 head at T = 1024) is
+handed to :mod:`attention_lib._fast`, which computes the same equations tiled
+and on every core, with the same results to rounding. That constant is the
+switch: tests set it to 0 or to a huge number to force one path, and the speed
+benchmark calls ``_readable_forward`` and ``_readable_backward`` directly as
+its baseline.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-from ._heads import for_each_part, row_tiles
-from ._validation import as_float_array, broadcast_mask, require_finite
+from ._validation import (
+    as_float_array,
+    broadcast_mask,
+    check_grad_output,
+    check_qkv,
+    weights_shape_of,
+)
+
+# Weights of this many bytes or more (all heads together) go to the fast path.
+_FAST_PATH_MIN_BYTES = 1 << 22
+
+
+def _runs_fast(weights_shape, dtype):
+    return math.prod(weights_shape) * np.dtype(dtype).itemsize >= _FAST_PATH_MIN_BYTES
 
 
 class AttentionCache(NamedTuple):
     """What :func:`attention_backward` needs from the forward pass.
 
     It unpacks like the chapter's tuple ``(Q, K, V, weights, scale, mask)``
-    plus the ``output``, which the backward pass reuses for the row-sum term.
+    plus the ``output``, which the fast path reuses for the row term.
     """
 
     Q: np.ndarray
@@ -43,49 +73,21 @@ class AttentionCache(NamedTuple):
     output: np.ndarray
 
 
-def _softmax_in_place(scores, mask):
-    """Row-wise softmax of ``scores`` (modified in place) with blocked entries at -inf."""
-    if mask is not None:
-        # -inf, not a large negative number: exp(-inf) is exactly 0, so a
-        # blocked key can never receive weight, whatever the other scores are.
-        np.copyto(scores, -np.inf, where=~mask)
-    row_max = scores.max(axis=-1, keepdims=True)
-    # A row with every key blocked has max -inf; shifting by 0 instead keeps
-    # exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
-    row_max[np.isneginf(row_max)] = 0.0
-    scores -= row_max
-    np.exp(scores, out=scores)
-    # The row sums as a matrix-vector product: BLAS computes them about three
-    # times faster than NumPy's pairwise sum (1% of forward+backward).
-    row_sum = scores @ np.ones((scores.shape[-1], 1), scores.dtype)
-    row_sum[row_sum == 0.0] = 1.0  # fully blocked rows stay all-zero
-    scores /= row_sum
-    return scores
+def attention_scores(Q, K, *, scaled=True):
+    """Scores ``Q K^T / sqrt(d_k)`` (or ``Q K^T`` with ``scaled=False``).
 
-
-def _batch_to_split(weights_shape, output_shape):
-    """The batch axes along which the passes may be split into parts.
-
-    When V alone adds batch axes (rare), one head of weights serves several
-    heads of output; those inputs keep a single vectorised call.
+    Examples
+    --------
+    >>> Q = np.array([[1.0, 0.0, 0.0, 0.0]])
+    >>> K = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]])
+    >>> attention_scores(Q, K)
+    array([[1., 0.]])
+    >>> attention_scores(Q, K, scaled=False)
+    array([[2., 0.]])
     """
-    return weights_shape[:-2] if output_shape[:-2] == weights_shape[:-2] else ()
-
-
-def _head_bytes(weights_shape, itemsize):
-    return weights_shape[-2] * weights_shape[-1] * itemsize
-
-
-def _part_shape(shape, part):
-    """Shape of ``array[part]`` for an array of ``shape`` (``part``: ``...`` or an index tuple)."""
-    return shape if part is Ellipsis else shape[len(part) :]
-
-
-def _part(array, part, batch):
-    """Part of an input array: an index into ``batch`` after broadcasting (``...``: all)."""
-    if part is Ellipsis:
-        return array
-    return np.broadcast_to(array, batch + array.shape[-2:])[part]
+    Q, K, _ = check_qkv(Q, K, K)
+    scores = Q @ np.swapaxes(K, -1, -2)
+    return scores * (1.0 / math.sqrt(Q.shape[-1])) if scaled else scores
 
 
 def masked_softmax(scores, mask=None):
@@ -98,7 +100,7 @@ def masked_softmax(scores, mask=None):
     Parameters
     ----------
     scores : array_like, shape (..., T_q, T_k)
-        Finite float scores (integers are promoted to float64).
+        Finite float scores (integers are promoted to float64), T_k >= 1.
     mask : array_like of bool, optional
         Broadcastable to ``scores.shape`` without enlarging it; True = keep.
 
@@ -117,54 +119,30 @@ def masked_softmax(scores, mask=None):
     array([[0., 0.]])
     """
     scores = as_float_array(scores, "scores", min_ndim=1, layout="(..., T_k)")
+    if scores.shape[-1] == 0:
+        raise ValueError(
+            f"scores has no keys: got shape {scores.shape}, whose last axis (T_k) is 0; "
+            "a softmax shares weight 1 over at least one entry per row."
+        )
     if mask is not None:
         mask = broadcast_mask(mask, scores.shape)
-    return _softmax_in_place(scores.copy(), mask)
+    return _masked_softmax(scores, mask)
 
 
-def _check_qkv(Q, K, V):
-    Q = as_float_array(Q, "Q", layout="(..., T_q, d_k)", check_finite=False)
-    K = as_float_array(K, "K", layout="(..., T_k, d_k)", check_finite=False)
-    V = as_float_array(V, "V", layout="(..., T_k, d_v)", check_finite=False)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            "Q and K must share their last axis d_k (each score is a dot product of a "
-            f"query with a key): got Q of shape {Q.shape} (d_k={Q.shape[-1]}) and K of "
-            f"shape {K.shape} (d_k={K.shape[-1]})."
-        )
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            "K and V must have the same length T_k (one value per key, second-to-last "
-            f"axis): got K of shape {K.shape} and V of shape {V.shape}."
-        )
-    try:
-        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"the leading (batch/head) axes of Q {Q.shape[:-2]}, K {K.shape[:-2]} and "
-            f"V {V.shape[:-2]} do not broadcast together; expected equal axes or 1s."
-        ) from None
-    dtype = np.result_type(Q, K, V)
-    for name, array in (("Q", Q), ("K", K), ("V", V)):
-        require_finite(array, name)
-    return Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
-
-
-def attention_scores(Q, K, *, scaled=True):
-    """Scores ``Q K^T / sqrt(d_k)`` (or ``Q K^T`` with ``scaled=False``).
-
-    Examples
-    --------
-    >>> Q = np.array([[1.0, 0.0, 0.0, 0.0]])
-    >>> K = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]])
-    >>> attention_scores(Q, K)
-    array([[1., 0.]])
-    >>> attention_scores(Q, K, scaled=False)
-    array([[2., 0.]])
-    """
-    Q, K, _ = _check_qkv(Q, K, K)
-    scale = 1.0 / np.sqrt(Q.shape[-1]) if scaled else 1.0
-    return (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
+def _masked_softmax(scores, mask=None):
+    """:func:`masked_softmax` on checked input (the forward pass calls it directly)."""
+    if mask is not None:
+        # -inf, not a large negative number: exp(-inf) is exactly 0, so a
+        # blocked key never receives weight, whatever the other scores are.
+        scores = np.where(mask, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    if mask is not None:
+        # A row with every key blocked has max -inf; shifted by 0 instead, it
+        # becomes exp(-inf) = 0 everywhere rather than exp(-inf + inf) = NaN.
+        row_max[np.isneginf(row_max)] = 0.0
+    exp = np.exp(scores - row_max)  # every exponent <= 0: nothing overflows
+    row_sum = exp.sum(axis=-1, keepdims=True)
+    return exp / np.where(row_sum > 0.0, row_sum, 1.0)  # a fully blocked row stays 0
 
 
 def attention_forward(Q, K, V, mask=None, return_cache=False):
@@ -175,7 +153,7 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     Q : array_like, shape (..., T_q, d_k)
         Queries: what each position is looking for.
     K : array_like, shape (..., T_k, d_k)
-        Keys: what each position offers to be found by.
+        Keys: what each position offers to be found by (T_k >= 1, d_k >= 1).
     V : array_like, shape (..., T_k, d_v)
         Values: what each position hands over when it is read.
     mask : array_like of bool, optional
@@ -192,11 +170,11 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
 
     Notes
     -----
-    Inputs with 4 MB of weights or more run head by head on as many threads as
-    NumPy's BLAS may use; ``threadpoolctl.threadpool_limits(1)`` (or
-    ``OPENBLAS_NUM_THREADS=1``) keeps them on one core. The backward pass follows
-    the same rule. Without ``return_cache`` the full ``(T_q, T_k)`` weights are
-    never held at once: rows are computed in tiles of about 4 MB.
+    The computation is ``_readable_forward``, right below. Inputs with 4 MB of
+    weights or more run in :mod:`attention_lib._fast` instead: head by head on
+    as many threads as NumPy's BLAS may use (``threadpoolctl.threadpool_limits(1)``
+    or ``OPENBLAS_NUM_THREADS=1`` keeps them on one core), and without
+    ``return_cache`` never holding the full ``(T_q, T_k)`` weights at once.
 
     Examples
     --------
@@ -209,48 +187,26 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     >>> np.round(out, 2)
     array([[13.3]])
     """
-    Q, K, V = _check_qkv(Q, K, V)
-    scale = 1.0 / np.sqrt(Q.shape[-1])
-    weights_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
-    output_shape = np.broadcast_shapes(weights_shape[:-2], V.shape[:-2]) + (
-        Q.shape[-2],
-        V.shape[-1],
-    )
+    Q, K, V = check_qkv(Q, K, V)
+    weights_shape = weights_shape_of(Q, K)
     if mask is not None:
         mask = broadcast_mask(mask, weights_shape)
-    # Without a cache nobody reads the weights afterwards: each part then works in
-    # one tile-sized buffer instead of the full T_q x T_k array.
-    weights = np.empty(weights_shape, Q.dtype) if return_cache else None
-    output = np.empty(output_shape, Q.dtype)
-    K_t = np.swapaxes(K, -1, -2)
-    full_mask = None if mask is None else np.broadcast_to(mask, weights_shape)
-    split_batch = _batch_to_split(weights_shape, output_shape)
+    if _runs_fast(weights_shape, Q.dtype):
+        from . import _fast  # imported on first use: it builds on this module
 
-    def forward_part(part):
-        part_V = _part(V, part, split_batch)
-        # BLAS multiplies by a contiguous copy of K^T (only T_k x d_k) faster than by
-        # the transposed view: 2-7% on this product, 2% of forward+backward at T = 4096.
-        part_K_t = np.ascontiguousarray(_part(K_t, part, split_batch))
-        # Scaling Q (T_q x d_k) is cheaper than scaling the T_q x T_k scores.
-        part_Q = _part(Q, part, split_batch) * Q.dtype.type(scale)
-        part_shape = _part_shape(weights_shape, part)
-        tiles = row_tiles(part_shape, Q.itemsize)
-        if not return_cache:
-            buffer = np.empty(part_shape[:-2] + (tiles[0].stop, part_shape[-1]), Q.dtype)
-        for rows in tiles:
-            if return_cache:
-                scores = weights[part][..., rows, :]
-            else:
-                scores = buffer[..., : rows.stop - rows.start, :]
-            np.matmul(part_Q[..., rows, :], part_K_t, out=scores)
-            tile_mask = None if mask is None else full_mask[part][..., rows, :]
-            _softmax_in_place(scores, tile_mask)  # the scores turn into weights in place
-            np.matmul(scores, part_V, out=output[part][..., rows, :])
+        return _fast.attention_forward(Q, K, V, mask, return_cache)
+    return _readable_forward(Q, K, V, mask, return_cache)
 
-    for_each_part(forward_part, split_batch, _head_bytes(weights_shape, Q.itemsize))
+
+def _readable_forward(Q, K, V, mask=None, return_cache=False):
+    """Listing 19.1 on checked input (the benchmark's baseline calls it directly)."""
+    scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32
+    scores = (Q @ np.swapaxes(K, -1, -2)) * scale
+    weights = _masked_softmax(scores, mask)
+    output = weights @ V
     if not return_cache:
         return output
-    return output, AttentionCache(Q, K, V, weights, float(scale), mask, output)
+    return output, AttentionCache(Q, K, V, weights, scale, mask, output)
 
 
 def softmax_backward(weights, grad_weights):
@@ -272,38 +228,17 @@ def softmax_backward(weights, grad_weights):
             f"weights and grad_weights must have the same shape; got {weights.shape} "
             f"and {grad_weights.shape}."
         )
+    return _softmax_backward(weights, grad_weights)
+
+
+def _softmax_backward(weights, grad_weights):
+    """:func:`softmax_backward` on checked input (the backward pass calls it directly).
+
+    The chapter's listing also zeroes ``grad_scores`` where the mask blocks; no
+    step does it here because a blocked key's weight, the first factor, is 0.
+    """
     row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
     return weights * (grad_weights - row_dot)
-
-
-def _sum_to_shape(grad, shape):
-    """Undo broadcasting: sum ``grad`` over the axes that broadcasting added or stretched."""
-    extra = grad.ndim - len(shape)
-    grad = grad.sum(axis=tuple(range(extra))) if extra else grad
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
-
-
-def _check_cache(cache):
-    if not isinstance(cache, AttentionCache):
-        raise TypeError(
-            "cache must be the AttentionCache returned by "
-            "attention_forward(Q, K, V, mask, return_cache=True); got "
-            f"{type(cache).__name__}. A hand-made tuple cannot be checked for consistency."
-        )
-    Q, K, V, weights, output = cache.Q, cache.K, cache.V, cache.weights, cache.output
-    expected_weights = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
-    expected_output = np.broadcast_shapes(expected_weights[:-2], V.shape[:-2]) + (
-        Q.shape[-2],
-        V.shape[-1],
-    )
-    if weights.shape != expected_weights or output.shape != expected_output:
-        raise ValueError(
-            f"cache is inconsistent: weights {weights.shape} and output {output.shape} do "
-            f"not belong to Q {Q.shape}, K {K.shape}, V {V.shape} (expected weights "
-            f"{expected_weights} and output {expected_output}); pass the cache exactly "
-            "as attention_forward returned it."
-        )
 
 
 def attention_backward(grad_output, cache):
@@ -323,6 +258,11 @@ def attention_backward(grad_output, cache):
         broadcasting stretched in the forward pass). Masked positions and
         fully masked rows contribute exactly zero.
 
+    Notes
+    -----
+    The computation is ``_readable_backward``, right below; inputs with 4 MB
+    of weights or more run in :mod:`attention_lib._fast`, like the forward pass.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -332,46 +272,38 @@ def attention_backward(grad_output, cache):
     >>> grad_V.sum(axis=0)  # each output row spreads weight 1 over the values
     array([4., 4.])
     """
-    _check_cache(cache)
-    grad_output = as_float_array(grad_output, "grad_output", layout="(..., T_q, d_v)")
-    if grad_output.shape != cache.output.shape:
-        raise ValueError(
-            f"grad_output must have the shape of the forward output {cache.output.shape}; "
-            f"got {grad_output.shape}."
-        )
-    Q, K, V, weights, scale, _, output = cache
-    grad_output = grad_output.astype(output.dtype, copy=False)
-    # The gradients take the full broadcast batch shape first; _sum_to_shape folds them back.
-    batch = output.shape[:-2]
-    grad_Q = np.empty(batch + Q.shape[-2:], output.dtype)
-    grad_K = np.empty(batch + K.shape[-2:], output.dtype)
-    grad_V = np.empty(batch + V.shape[-2:], output.dtype)
-    V_t = np.swapaxes(V, -1, -2)
-    scale = output.dtype.type(scale)
-    split_batch = _batch_to_split(weights.shape, output.shape)
+    grad_output = check_grad_output(grad_output, cache, AttentionCache)
+    if _runs_fast(cache.weights.shape, cache.weights.dtype):
+        from . import _fast  # imported on first use: it builds on this module
 
-    def backward_part(part):
-        part_Q, part_K = (_part(array, part, split_batch) for array in (Q, K))
-        part_V_t = np.ascontiguousarray(_part(V_t, part, split_batch))  # as K^T forward
-        grad_K[part] = 0  # each core zeroes the rows it accumulates into
-        grad_V[part] = 0
-        # rowsum(grad_A * A) == rowsum(grad_O * O): a T x d product instead of a T x T one.
-        row_dot = np.sum(grad_output[part] * output[part], axis=-1, keepdims=True)
-        for rows in row_tiles(weights[part].shape, weights.itemsize):
-            tile_weights = weights[part][..., rows, :]
-            tile_grad_output = grad_output[part][..., rows, :]
-            grad_V[part] += np.swapaxes(tile_weights, -1, -2) @ tile_grad_output
-            grad_scores = tile_grad_output @ part_V_t  # grad_weights, turned in place...
-            grad_scores -= row_dot[..., rows, :]
-            grad_scores *= tile_weights  # ...into grad_scores: zero where the weight is zero
-            np.matmul(grad_scores, part_K, out=grad_Q[part][..., rows, :])
-            grad_K[part] += np.swapaxes(grad_scores, -1, -2) @ part_Q[..., rows, :]
-        grad_Q[part] *= scale
-        grad_K[part] *= scale
+        return _fast.attention_backward(grad_output, cache)
+    return _readable_backward(grad_output, cache)
 
-    for_each_part(backward_part, split_batch, _head_bytes(weights.shape, weights.itemsize))
+
+def _readable_backward(grad_output, cache, softmax_step=_softmax_backward):
+    """Listing 19.4 on checked input: each step undoes one forward step, last first.
+
+    ``softmax_step`` is eq. 19.4; :mod:`attention_lib.pitfalls` passes a wrong one.
+    """
+    Q, K, V, weights, scale, _, _ = cache
+    # output = weights @ V (eq. 19.3)
+    grad_V = np.swapaxes(weights, -1, -2) @ grad_output
+    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
+    # weights = softmax(scores), row by row (eq. 19.4)
+    grad_scores = softmax_step(weights, grad_weights)
+    # scores = (Q @ K^T) * scale (eq. 19.5)
+    grad_Q = (grad_scores @ K) * scale
+    grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
     return (
         _sum_to_shape(grad_Q, Q.shape),
         _sum_to_shape(grad_K, K.shape),
         _sum_to_shape(grad_V, V.shape),
     )
+
+
+def _sum_to_shape(grad, shape):
+    """Undo broadcasting: an input used several times gets the sum of the gradients of its uses."""
+    extra = grad.ndim - len(shape)
+    grad = grad.sum(axis=tuple(range(extra))) if extra else grad
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad

@@ -6,10 +6,14 @@ the exercise checkers use them to recognise a student's bug. None of them is
 exported from :mod:`attention_lib` itself, so nobody imports a wrong function
 by accident: you must write ``from attention_lib import pitfalls``.
 
-They work on plain NumPy arrays and skip the library's input checks on
-purpose (``large_negative_fill`` must accept float16 to show how it breaks),
-and they do not silence NumPy's floating-point warnings: the warnings are part
-of what goes wrong.
+Each one calls the library's readable code (:mod:`attention_lib.attention`)
+and changes one step, on a line marked WRONG; the right steps around it are
+called, not copied. Two mistakes are a formula of their own and are written
+out in a line or two: the softmax without its max subtraction and the upper
+triangle as a causal mask. The softmax pitfalls skip the library's input
+checks on purpose (``large_negative_fill`` must accept float16 to show how it
+breaks), and none of them silences NumPy's floating-point warnings: the
+warnings are part of what goes wrong.
 
 ========================================  ==========================================
 wrong                                     right
@@ -26,9 +30,18 @@ wrong                                     right
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .attention import AttentionCache, _sum_to_shape
+from ._validation import check_grad_output
+from .attention import (
+    AttentionCache,
+    _masked_softmax,
+    _readable_backward,
+    attention_scores,
+    masked_softmax,
+)
 
 __all__ = [
     "attention_backward_with_sign_error",
@@ -45,13 +58,6 @@ def _as_float(array):
     """Keep any float dtype (float16 included); promote everything else to float64."""
     array = np.asarray(array)
     return array if array.dtype.kind == "f" else array.astype(np.float64)
-
-
-def _plain_softmax(scores):
-    """Row softmax with max subtraction, no masking, no checks."""
-    shifted = scores - scores.max(axis=-1, keepdims=True)
-    exp = np.exp(shifted)
-    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def mask_after_softmax(scores, mask):
@@ -86,8 +92,8 @@ def mask_after_softmax(scores, mask):
     >>> np.round(masked_softmax(scores, keep), 3)  # right: the kept keys share all the weight
     array([[0.269, 0.731, 0.   ]])
     """
-    scores = np.asarray(scores, dtype=float)
-    return _plain_softmax(scores) * np.asarray(mask, dtype=bool)
+    weights = masked_softmax(scores)  # WRONG: every key takes part in the softmax...
+    return weights * np.asarray(mask, dtype=bool)  # ...and only then are the blocked ones zeroed
 
 
 def large_negative_fill(scores, mask, fill=-1e9):
@@ -132,8 +138,10 @@ def large_negative_fill(scores, mask, fill=-1e9):
            [nan, nan]], dtype=float16)
     """
     scores = _as_float(scores)
+    # WRONG: a finite fill where masked_softmax writes -inf, and then the softmax is
+    # told of no mask, so it takes none of its care for rows with every key blocked.
     filled = np.where(np.asarray(mask, dtype=bool), scores, np.asarray(fill, dtype=scores.dtype))
-    return _plain_softmax(filled)
+    return _masked_softmax(filled)
 
 
 def softmax_without_max_subtraction(scores, mask=None):
@@ -168,8 +176,8 @@ def softmax_without_max_subtraction(scores, mask=None):
     """
     scores = _as_float(scores)
     if mask is not None:
-        scores = np.where(np.asarray(mask, dtype=bool), scores, scores.dtype.type(-np.inf))
-    exp = np.exp(scores)
+        scores = np.where(np.asarray(mask, dtype=bool), scores, -np.inf)
+    exp = np.exp(scores)  # WRONG: masked_softmax takes np.exp(scores - row_max)
     return exp / exp.sum(axis=-1, keepdims=True)
 
 
@@ -215,11 +223,8 @@ def scale_by_sqrt_d_model(Q, K, V, d_model, mask=None, return_weights=False):
     >>> np.round(cache.weights, 3)  # right: sharper
     array([[0.944, 0.056]])
     """
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    scores = (Q @ np.swapaxes(K, -1, -2)) / np.sqrt(d_model)
-    if mask is not None:
-        scores = np.where(np.asarray(mask, dtype=bool), scores, -np.inf)
-    weights = _plain_softmax(scores)
+    scores = attention_scores(Q, K, scaled=False) / math.sqrt(d_model)  # WRONG: sqrt(d_k)
+    weights = masked_softmax(scores, mask)
     output = weights @ V
     return (output, weights) if return_weights else output
 
@@ -283,8 +288,8 @@ def softmax_backward_sign_error(weights, grad_weights):
     """
     weights = np.asarray(weights, dtype=float)
     grad_weights = np.asarray(grad_weights, dtype=float)
-    row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
-    return weights * (grad_weights + row_dot)
+    row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)  # right so far
+    return weights * (grad_weights + row_dot)  # WRONG: softmax_backward subtracts it
 
 
 def attention_backward_with_sign_error(grad_output, cache):
@@ -319,20 +324,6 @@ def attention_backward_with_sign_error(grad_output, cache):
     >>> report.passed, report.errors["V"] < 1e-6, report.errors["Q"] > 1e-2
     (False, True, True)
     """
-    if not isinstance(cache, AttentionCache):
-        raise TypeError(
-            "cache must be the AttentionCache from attention_forward(..., "
-            f"return_cache=True); got {type(cache).__name__}."
-        )
-    Q, K, V, weights, scale, _, _ = cache
-    grad_output = np.asarray(grad_output, dtype=weights.dtype)
-    grad_V = np.swapaxes(weights, -1, -2) @ grad_output
-    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
-    grad_scores = softmax_backward_sign_error(weights, grad_weights)
-    grad_Q = (grad_scores @ K) * scale
-    grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
-    return (
-        _sum_to_shape(grad_Q, Q.shape),
-        _sum_to_shape(grad_K, K.shape),
-        _sum_to_shape(grad_V, V.shape),
-    )
+    grad_output = check_grad_output(grad_output, cache, AttentionCache)
+    # WRONG: the right backward pass, with its softmax step (eq. 19.4) swapped out.
+    return _readable_backward(grad_output, cache, softmax_step=softmax_backward_sign_error)

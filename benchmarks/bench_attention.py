@@ -1,9 +1,14 @@
 """Speed of attention_lib's forward and backward pass, as ratios to baselines.
 
-Baselines are measured in the same run, on the same inputs and thread count:
+"ours" is the public ``attention_forward`` and ``attention_backward``: the fast
+path (``attention_lib._fast``) for inputs with 4 MB of weights or more, which is
+every row of the table but T = 128, where ours and the chapter run the same code
+and differ by the input checks. Baselines are measured in the same run, on the
+same inputs and thread count:
 
-* "chapter": a plain transcription of the chapter's listings 19.1 and 19.4
-  (the code a student would write first);
+* "chapter": the library's readable path, the chapter's listings 19.1 and 19.4
+  as ``attention_lib/attention.py`` writes them, called at every size through
+  its private entry points ``_readable_forward`` and ``_readable_backward``;
 * "torch": ``torch.nn.functional.scaled_dot_product_attention`` on the CPU,
   under ``no_grad`` for the forward and through autograd for forward+backward,
   when PyTorch is installed (it is not a dependency of attention_lib).
@@ -36,41 +41,12 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from attention_lib import attention_backward, attention_forward
 from attention_lib._validation import as_float_array
+from attention_lib.attention import _readable_backward, _readable_forward
 
 SHAPES = [(1, 1, 128, 64), (4, 8, 256, 64), (2, 8, 1024, 64), (1, 4, 4096, 64)]
 SMOKE_SHAPES = [(1, 2, 16, 8)]
 # Long enough for OpenBLAS's and OpenMP's spinning threads to go to sleep.
 IDLE_S = 0.3
-
-
-# ---------------------------------------------------------------- the chapter's listings
-
-
-def chapter_softmax(scores, mask=None):
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return exp / exp.sum(axis=-1, keepdims=True)
-
-
-def chapter_forward(Q, K, V, mask=None):
-    scale = 1.0 / np.sqrt(Q.shape[-1])
-    scores = (Q @ np.swapaxes(K, -1, -2)) * scale
-    weights = chapter_softmax(scores, mask)
-    return weights @ V, (Q, K, V, weights, scale, mask)
-
-
-def chapter_backward(grad_output, cache):
-    Q, K, V, weights, scale, mask = cache
-    grad_V = np.swapaxes(weights, -1, -2) @ grad_output
-    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
-    row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
-    grad_scores = weights * (grad_weights - row_dot)
-    if mask is not None:
-        grad_scores = np.where(mask, grad_scores, 0.0)
-    grad_Q = (grad_scores @ K) * scale
-    grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
-    return grad_Q, grad_K, grad_V
 
 
 # ---------------------------------------------------------------- implementations
@@ -86,12 +62,12 @@ def ours_forward_backward(Q, K, V, grad_output):
 
 
 def chapter_forward_only(Q, K, V, grad_output):
-    return chapter_forward(Q, K, V)[0]
+    return _readable_forward(Q, K, V)
 
 
 def chapter_forward_backward(Q, K, V, grad_output):
-    output, cache = chapter_forward(Q, K, V)
-    return (output, *chapter_backward(grad_output, cache))
+    output, cache = _readable_forward(Q, K, V, return_cache=True)
+    return (output, *_readable_backward(grad_output, cache))
 
 
 def six_products(matmul, transpose):

@@ -52,6 +52,21 @@ def test_fewer_than_two_dimensions(name):
         attention_forward(**arrays)
 
 
+def test_no_keys():
+    with raises(ValueError, "K has no keys", "T_k = 0", "(2, 0, 3)", "(2, 0, 6)", "mask"):
+        attention_forward(Q, K[:, :0], V[:, :0])
+
+
+def test_keys_and_queries_of_width_zero():
+    with raises(ValueError, "d_k = 0", "Q of shape (2, 4, 0)", "K of shape (2, 5, 0)"):
+        attention_forward(Q[..., :0], K[..., :0], V)
+
+
+def test_softmax_over_no_keys():
+    with raises(ValueError, "scores has no keys", "(4, 0)", "T_k"):
+        masked_softmax(np.zeros((4, 0)))
+
+
 def test_batch_axes_that_do_not_broadcast():
     with raises(ValueError, "leading (batch/head) axes", "(3,)", "(2,)"):
         attention_forward(rng.standard_normal((3, 4, 3)), K, V)
@@ -106,6 +121,9 @@ def test_cache_that_did_not_come_from_forward():
     output, cache = attention_forward(Q, K, V, return_cache=True)
     with raises(TypeError, "AttentionCache", "return_cache=True", "tuple"):
         attention_backward(np.ones_like(output), tuple(cache))
+    for array in (output, cache.weights):  # the two arrays a student might pass instead
+        with raises(TypeError, "AttentionCache", "NumPy array", str(array.shape), "pass cache"):
+            attention_backward(np.ones_like(output), array)
     broken = cache._replace(weights=cache.weights[:, :2])
     with raises(ValueError, "cache is inconsistent", "(2, 2, 5)", "(2, 4, 5)"):
         attention_backward(np.ones_like(output), broken)

@@ -1,9 +1,9 @@
-"""Large inputs run part by part (heads, then row tiles) on a thread pool.
+"""Large inputs run in the fast path, part by part (heads, then row tiles) on a thread pool.
 
-Every number must be the one the whole-batch computation gives, whatever the
-split; the BLAS thread limit taken during the split must always be given back.
-The thresholds are shrunk here so that tiny inputs, cheap to check by finite
-differences, take the split path with several row tiles per head.
+Every number must be the one the readable path gives, whatever the split; the
+BLAS thread limit taken during the split must always be given back. The
+thresholds are shrunk here so that tiny inputs, cheap to check by finite
+differences, take the fast path with several row tiles per head.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from attention_lib import (
     _heads,
+    attention,
     attention_backward,
     attention_forward,
     causal_mask,
@@ -29,13 +30,14 @@ from attention_lib import (
 
 
 def split_everything(monkeypatch, tile_rows=2):
-    """Make every input split, with ``tile_rows`` query rows per tile of one float64 head."""
-    monkeypatch.setattr(_heads, "MIN_SPLIT_BYTES", 0)
+    """Send every input to the fast path, ``tile_rows`` query rows per tile of one float64 head."""
+    monkeypatch.setattr(attention, "_FAST_PATH_MIN_BYTES", 0)
     monkeypatch.setattr(_heads, "TILE_BYTES", tile_rows * 8 * 8)  # rows of 8 float64 keys
 
 
 def whole_batch(monkeypatch):
-    monkeypatch.setattr(_heads, "MIN_SPLIT_BYTES", 1 << 62)
+    """Send every input to the readable path: one vectorised call on the whole batch."""
+    monkeypatch.setattr(attention, "_FAST_PATH_MIN_BYTES", 1 << 62)
 
 
 def blas_threads():
@@ -66,6 +68,7 @@ CASES = {
     ),
     "cross attention, ragged last tile": ((3, 7, 4), (3, 8, 4), 2, causal_mask(7, 8)),
     "keys shared by the batch": ((4, 8, 4), (8, 4), 3, None),
+    "queries shared by the batch": ((8, 4), (2, 8, 4), 3, causal_mask(8)),
     "fully masked rows": ((2, 8, 4), (2, 8, 4), 3, SOME_ROWS_BLOCKED),
     "values add batch axes": ((8, 4), (8, 4), 3, None),
 }
@@ -80,7 +83,7 @@ def forward_backward(Q, K, V, grad_output, mask):
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_split_computation_gives_the_whole_batch_numbers(case, dtype, monkeypatch):
+def test_fast_split_computation_gives_the_readable_whole_batch_numbers(case, dtype, monkeypatch):
     shape_q, shape_k, d_v, mask = CASES[case]
     Q, K, V, grad_output = inputs(shape_q, shape_k, d_v, dtype=dtype)
     if case == "values add batch axes":
@@ -130,7 +133,6 @@ def test_fully_masked_rows_stay_zero_when_split(monkeypatch):
 
 
 def test_parts_keep_small_heads_together_and_split_large_ones(monkeypatch):
-    monkeypatch.setattr(_heads, "MIN_SPLIT_BYTES", 0)
     monkeypatch.setattr(_heads, "TILE_BYTES", 1000)
     monkeypatch.setattr(_heads, "blas_threads", lambda: 2)
     seen = []
@@ -150,9 +152,9 @@ def test_parts_keep_small_heads_together_and_split_large_ones(monkeypatch):
     assert sorted(seen) == [(0, 0), (0, 1), (0, 2), (0, 3)]
 
 
-def test_small_inputs_are_one_vectorised_call(monkeypatch):
+def test_inputs_without_batch_axes_are_one_call():
     calls = []
-    _heads.for_each_part(calls.append, (2, 3), head_bytes=64)
+    _heads.for_each_part(calls.append, (), head_bytes=1 << 30)
     assert calls == [Ellipsis]
 
 
@@ -182,7 +184,6 @@ def test_blas_threads_are_given_back_after_a_split_call(monkeypatch):
 
 def test_blas_threads_are_given_back_when_a_part_fails(monkeypatch):
     before = blas_threads()
-    monkeypatch.setattr(_heads, "MIN_SPLIT_BYTES", 0)
     monkeypatch.setattr(_heads, "blas_threads", lambda: 2)
 
     def fail(part):
@@ -194,7 +195,6 @@ def test_blas_threads_are_given_back_when_a_part_fails(monkeypatch):
 
 
 def test_a_failing_part_stops_the_others(monkeypatch):
-    monkeypatch.setattr(_heads, "MIN_SPLIT_BYTES", 0)
     monkeypatch.setattr(_heads, "blas_threads", lambda: 2)
     started = []
     lock = threading.Lock()
