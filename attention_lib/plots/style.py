@@ -52,6 +52,11 @@ COLORS = {
     "value": "#009E73",  # bluish green
     "output": "#CC79A7",  # reddish purple
     "reference": "#555555",  # dark grey: y = d_k lines, markers
+    # What a theory or the gradient predicts, next to what was measured: vermillion like
+    # the query, which never shares a figure with a prediction.
+    "prediction": "#D55E00",
+    "neutral": "#999999",  # light grey: a shape with no role of its own
+    "guide": "#cccccc",  # faint grey: frames and outlines behind the data
 }
 #: Diverging map for signed quantities (gradients): ColorBrewer's purple-orange,
 #: readable with the common colour-vision deficiencies, white at 0 so that a
