@@ -1,32 +1,25 @@
 """The widget benchmark's scripted control changes fit the explorers they drive."""
 
-import importlib.util
 import pathlib
+import runpy
 
 import pytest
 
 from attention_lib.widgets import available_explorers
 
 BENCH_PATH = pathlib.Path(__file__).parents[1] / "benchmarks" / "bench_widgets.py"
+SCRIPTED_CHANGES = runpy.run_path(str(BENCH_PATH))["SCRIPTED_CHANGES"]
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_widgets", BENCH_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_scripts_name_registered_explorers(bench):
-    assert set(bench.SCRIPTED_CHANGES) <= set(available_explorers())
+def test_scripts_name_registered_explorers():
+    assert set(SCRIPTED_CHANGES) <= set(available_explorers())
 
 
 @pytest.mark.parametrize("name", ["soft_lookup", "sqrt_dk", "mask_editor", "backward_step"])
-def test_scripted_changes_are_valid_control_values(bench, name):
+def test_scripted_changes_are_valid_control_values(name):
     explorer = available_explorers()[name].factory()
     start = explorer.values
-    for change in bench.SCRIPTED_CHANGES[name]:
+    for change in SCRIPTED_CHANGES[name]:
         assert set(change) <= set(explorer.controls), change
         explorer.set(**change)
         assert {key: explorer.values[key] for key in change} == change  # nothing clipped

@@ -125,12 +125,12 @@ def test_length_moves_the_dependent_controls_with_one_redraw(editor):
     state = editor.set(length=3)
     assert len(frames) == 1
     assert state.lengths == (3, 3) and state.blocked == {(1, 1)}
-    assert [slider.max for slider in editor.controls["lengths"].sliders] == [3, 3]
+    assert [slider.max for slider in editor.controls["lengths"].children] == [3, 3]
     assert editor.controls["blocked"].value == ((1, 1),)
     assert len(editor.controls["blocked"].buttons) == 9
     state = editor.set(length=8)
     assert state.lengths == (8, 8)  # both examples were full at T = 3: they stay full
-    editor.controls["lengths"].sliders[1].value = 2  # as a user drags it
+    editor.controls["lengths"].children[1].value = 2  # as a user drags it
     state = editor.set(length=6)
     assert state.lengths == (6, 2)  # a padded example keeps its length
 

@@ -1,11 +1,7 @@
 """Attention weights as a heatmap, and the in-place update that moves them.
 
-Examples
---------
->>> fig, ax = new_figure()
->>> image = attention_heatmap(np.array([[0.7, 0.3], [0.5, 0.5]]), ax=ax)
->>> ax.get_xlabel(), ax.get_ylabel()
-('key', 'query')
+Masked cells are one hatched grey patch, never a colormap colour; the numbers
+in the cells are optional texts, tagged so the update finds them again.
 """
 
 from __future__ import annotations

@@ -410,14 +410,7 @@ def arrows_2d(
         )
     ax.axhline(0, color="#dddddd", linewidth=0.8, zorder=0)
     ax.axvline(0, color="#dddddd", linewidth=0.8, zorder=0)
-    ax.set_xlim(-limit, limit)
-    ax.set_ylim(-limit, limit)
-    ax.set_aspect("equal")
-    ax.set_xlabel("dimension 1")
-    ax.set_ylabel("dimension 2")
-    if title is not None:
-        ax.set_title(title)
-    _style_labels(ax, spec)
+    _square_plane(ax, limit, "dimension", title, spec)
     return arrows
 
 
@@ -550,14 +543,7 @@ def blend_plot(
     )
     if limit is None:
         limit = 1.25 * max(float(np.abs(np.vstack([values, output])).max()), 1e-9)
-    ax.set_xlim(-limit, limit)
-    ax.set_ylim(-limit, limit)
-    ax.set_aspect("equal")
-    ax.set_xlabel("value dimension 1")
-    ax.set_ylabel("value dimension 2")
-    if title is not None:
-        ax.set_title(title)
-    _style_labels(ax, spec)
+    _square_plane(ax, limit, "value dimension", title, spec)
     return star
 
 
@@ -588,6 +574,18 @@ def update_blend_plot(ax, output, weights=None, labels=None):
     for text, label, w in zip(texts, labels, weights, strict=True):
         text.set_text(f"{label} ({format_weight(w)})")
     return [points, *texts, star]
+
+
+def _square_plane(ax, limit, axis_name, title, spec):
+    """Equal axes from ``-limit`` to ``limit``, labelled "<axis_name> 1" and "<axis_name> 2"."""
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"{axis_name} 1")
+    ax.set_ylabel(f"{axis_name} 2")
+    if title is not None:
+        ax.set_title(title)
+    _style_labels(ax, spec)
 
 
 def _value_areas(weights, spec):

@@ -14,6 +14,7 @@ and :func:`mask_editor_explorer` wires both to ipywidgets through the shared she
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import ipywidgets as widgets
@@ -329,7 +330,40 @@ def readout(values, state):
     )
 
 
-class CellGrid(widgets.GridBox):
+class _TupleOfChildren:
+    """Base of a control whose tuple ``value`` mirrors child widgets (a grid, sliders).
+
+    A child's change sets ``value`` (through ``_read``) and a new ``value``
+    sets the children (through ``_show``); changes made inside
+    :meth:`_quietly` do not echo back. The explorer observes ``value`` only.
+    """
+
+    _syncing = False
+
+    @contextlib.contextmanager
+    def _quietly(self):
+        self._syncing = True
+        try:
+            yield
+        finally:
+            self._syncing = False
+
+    def _on_child(self, change):
+        if not self._syncing:
+            self.value = self._read()
+
+    def _on_value(self, change):
+        if not self._syncing:
+            with self._quietly():
+                self._show(change["new"])
+
+    def close(self):
+        for child in self.children:
+            child.close()
+        super().close()
+
+
+class CellGrid(_TupleOfChildren, widgets.GridBox):
     """A T x T grid of toggle buttons, one per (query, key) cell; ``value`` = blocked cells.
 
     ``value`` is a sorted tuple of ``(query, key)`` pairs, so it can be an
@@ -353,8 +387,8 @@ class CellGrid(widgets.GridBox):
     def __init__(self, length, value=(), **kwargs):
         super().__init__(**kwargs)
         self.add_class("attn-cell-grid")
-        self._syncing = False
         self.buttons = {}
+        self.observe(self._on_value, names="value")
         self.resize(length, value)
 
     def resize(self, length, value=None):
@@ -376,18 +410,15 @@ class CellGrid(widgets.GridBox):
                     value=(q, k) in kept, layout=widgets.Layout(width="34px", height="28px")
                 )
                 self._style(button, q, k)
-                button.observe(self._on_button, names="value")
+                button.observe(self._on_child, names="value")
                 self.buttons[q, k] = button
                 children.append(button)
         self.layout = widgets.Layout(
             grid_template_columns=f"28px repeat({length}, 34px)", grid_gap="2px"
         )
         self.children = children
-        self._syncing = True
-        try:
+        with self._quietly():  # the buttons already show it
             self.value = kept
-        finally:
-            self._syncing = False
 
     @staticmethod
     def _style(button, q, k):
@@ -396,34 +427,19 @@ class CellGrid(widgets.GridBox):
         action = "blocked by hand (click to allow)" if blocked else "open (click to block)"
         button.tooltip = f"query {q}, key {k}: {action}"
 
-    def _on_button(self, change):
-        if self._syncing:
-            return
+    def _read(self):
         for (q, k), button in self.buttons.items():
-            if button is change["owner"]:
-                self._style(button, q, k)
-        self.value = tuple(sorted(cell for cell, button in self.buttons.items() if button.value))
+            self._style(button, q, k)
+        return tuple(sorted(cell for cell, button in self.buttons.items() if button.value))
 
-    @traitlets.observe("value")
-    def _on_value(self, change):
-        if self._syncing:
-            return
-        self._syncing = True
-        try:
-            chosen = set(change["new"])
-            for (q, k), button in self.buttons.items():
-                button.value = (q, k) in chosen
-                self._style(button, q, k)
-        finally:
-            self._syncing = False
-
-    def close(self):
-        for child in self.children:
-            child.close()
-        super().close()
+    def _show(self, value):
+        chosen = set(value)
+        for (q, k), button in self.buttons.items():
+            button.value = (q, k) in chosen
+            self._style(button, q, k)
 
 
-class RealTokenSliders(widgets.HBox):
+class RealTokenSliders(_TupleOfChildren, widgets.HBox):
     """One slider per example for its number of real tokens; ``value`` = the tuple of them.
 
     One control with a tuple ``value`` (as :class:`CellGrid`), so the
@@ -433,18 +449,18 @@ class RealTokenSliders(widgets.HBox):
     Examples
     --------
     >>> sliders = RealTokenSliders((5, 3), length=5)
-    >>> sliders.sliders[1].value = 2
+    >>> sliders.children[1].value = 2
     >>> sliders.value
     (5, 2)
     >>> sliders.resize(old=5, new=4)  # the full example stays full
-    >>> sliders.value, sliders.sliders[0].max
+    >>> sliders.value, sliders.children[0].max
     ((4, 2), 4)
     """
 
     value = traitlets.Tuple()
 
     def __init__(self, lengths, length, **kwargs):
-        self.sliders = [
+        sliders = [
             widgets.IntSlider(
                 min(n, length),
                 0,
@@ -456,44 +472,27 @@ class RealTokenSliders(widgets.HBox):
             )
             for b, n in enumerate(lengths)
         ]
-        super().__init__(self.sliders, **kwargs)
+        super().__init__(sliders, **kwargs)
         self.layout.flex_flow = "row wrap"
-        self._syncing = False
-        self.value = tuple(slider.value for slider in self.sliders)
-        for slider in self.sliders:
-            slider.observe(self._on_slider, names="value")
+        self.value = self._read()
+        self.observe(self._on_value, names="value")
+        for slider in sliders:
+            slider.observe(self._on_child, names="value")
 
-    def _on_slider(self, change):
-        if not self._syncing:
-            self.value = tuple(slider.value for slider in self.sliders)
+    def _read(self):
+        return tuple(slider.value for slider in self.children)
 
-    @traitlets.observe("value")
-    def _on_value(self, change):
-        if self._syncing:
-            return
-        self._syncing = True
-        try:
-            for slider, n in zip(self.sliders, change["new"], strict=True):
-                slider.value = n  # the slider clips it to its range
-        finally:
-            self._syncing = False
-        self.value = tuple(slider.value for slider in self.sliders)
+    def _show(self, value):
+        for slider, n in zip(self.children, value, strict=True):
+            slider.value = n  # the slider clips it to its range
 
     def resize(self, old, new):
         """New maximum ``new``; an example that was full (``old`` real tokens) stays full."""
         wanted = tuple(new if n == old else min(n, new) for n in self.value)
-        self._syncing = True
-        try:
-            for slider in self.sliders:
+        with self._quietly():  # a lower maximum clips a slider: not a change of its own
+            for slider in self.children:
                 slider.max = new
-        finally:
-            self._syncing = False
         self.value = wanted
-
-    def close(self):
-        for slider in self.sliders:
-            slider.close()
-        super().close()
 
 
 def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, style="default"):
