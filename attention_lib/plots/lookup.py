@@ -408,8 +408,8 @@ def arrows_2d(
             weight="bold",
             gid=QUERY_LABEL_GID,
         )
-    ax.axhline(0, color="#dddddd", linewidth=0.8, zorder=0)
-    ax.axvline(0, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.axhline(0, color=COLORS["zero"], linewidth=0.8, zorder=0)
+    ax.axvline(0, color=COLORS["zero"], linewidth=0.8, zorder=0)
     _square_plane(ax, limit, "dimension", title, spec)
     return arrows
 

@@ -57,6 +57,7 @@ COLORS = {
     "prediction": "#D55E00",
     "neutral": "#999999",  # light grey: a shape with no role of its own
     "guide": "#cccccc",  # faint grey: frames and outlines behind the data
+    "zero": "#dddddd",  # fainter grey: the lines x = 0 and y = 0 under the data
 }
 #: Diverging map for signed quantities (gradients): ColorBrewer's purple-orange,
 #: readable with the common colour-vision deficiencies, white at 0 so that a

@@ -311,7 +311,7 @@ def _draw_tangent(ax, state, spec):
         gid=GAP_GID,
     )
     ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=AT_H_GID)
-    ax.axhline(0.0, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.axhline(0.0, color=plots.COLORS["zero"], linewidth=0.8, zorder=0)
     ax.set_xlim(*LOSS_XLIM)
     ax.set_ylim(*LOSS_YLIM)
     ax.set_xlabel("nudge t, in units of h")
