@@ -158,12 +158,74 @@ class SaturationStats(NamedTuple):
     jacobian_norm: float
 
 
+class SaturationRows(NamedTuple):
+    """Random scores at one width and, row by row, how saturated their softmax is."""
+
+    d_k: int
+    scaled: bool
+    scores: np.ndarray  #: (n_queries, n_keys)
+    weights: np.ndarray  #: (n_queries, n_keys) softmax of each row
+    entropy: np.ndarray  #: (n_queries,) nats
+    max_weight: np.ndarray  #: (n_queries,)
+    jacobian_norm: np.ndarray  #: (n_queries,)
+
+    def averaged(self):
+        """The same measures averaged over the rows, as a :class:`SaturationStats`.
+
+        Examples
+        --------
+        >>> rows = saturation_rows(16, n_queries=4, n_keys=8)
+        >>> rows.averaged() == saturation_stats(16, n_queries=4, n_keys=8)
+        True
+        """
+        return SaturationStats(
+            d_k=self.d_k,
+            scaled=self.scaled,
+            score_mean=float(self.scores.mean()),
+            score_var=float(self.scores.var()),
+            entropy=float(self.entropy.mean()),
+            max_weight=float(self.max_weight.mean()),
+            jacobian_norm=float(self.jacobian_norm.mean()),
+        )
+
+
+def saturation_rows(d_k, *, scaled=True, n_queries=64, n_keys=64, seed=0):
+    """Random scores at width ``d_k`` and each row's entropy, largest weight and Jacobian norm.
+
+    What :func:`saturation_stats` averages, row by row: for a figure of one
+    query's weights next to the averages (the sqrt(d_k) explorer).
+
+    Returns
+    -------
+    SaturationRows
+
+    Examples
+    --------
+    >>> rows = saturation_rows(1024, scaled=False, n_queries=3)
+    >>> rows.weights.shape, rows.entropy.shape
+    ((3, 64), (3,))
+    >>> bool(np.all(rows.max_weight == rows.weights.max(axis=-1)))
+    True
+    """
+    scores = random_scores(d_k, n_queries, n_keys, scaled=scaled, seed=seed)
+    weights = masked_softmax(scores)
+    return SaturationRows(
+        d_k=int(d_k),
+        scaled=bool(scaled),
+        scores=scores,
+        weights=weights,
+        entropy=softmax_entropy(weights),
+        max_weight=weights.max(axis=-1),
+        jacobian_norm=softmax_jacobian_norm(weights),
+    )
+
+
 def saturation_stats(d_k, *, scaled=True, n_queries=64, n_keys=64, seed=0):
     """How saturated the softmax of random scores is at width ``d_k``.
 
     Returns a :class:`SaturationStats` with the mean and variance of the
     scores and, averaged over rows, the weights' entropy, the largest weight
-    and the softmax Jacobian norm.
+    and the softmax Jacobian norm (the rows themselves: :func:`saturation_rows`).
 
     Examples
     --------
@@ -171,14 +233,5 @@ def saturation_stats(d_k, *, scaled=True, n_queries=64, n_keys=64, seed=0):
     >>> bool(small.max_weight > 0.9 and large.max_weight < 0.2)
     True
     """
-    scores = random_scores(d_k, n_queries, n_keys, scaled=scaled, seed=seed)
-    weights = masked_softmax(scores)
-    return SaturationStats(
-        d_k=int(d_k),
-        scaled=bool(scaled),
-        score_mean=float(scores.mean()),
-        score_var=float(scores.var()),
-        entropy=float(softmax_entropy(weights).mean()),
-        max_weight=float(weights.max(axis=-1).mean()),
-        jacobian_norm=float(softmax_jacobian_norm(weights).mean()),
-    )
+    rows = saturation_rows(d_k, scaled=scaled, n_queries=n_queries, n_keys=n_keys, seed=seed)
+    return rows.averaged()

@@ -36,9 +36,66 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attention_lib import plots
-from attention_lib.widgets import available_explorers
+from attention_lib.widgets import available_explorers, sqrt_dk
 
 TARGET = 0.4
+
+#: Scripted control changes per explorer, stepped through in order (an explorer not
+#: listed sweeps its main control, see default_changes). Benchmark data, so it lives
+#: here and not in the library.
+SCRIPTED_CHANGES = {
+    "soft_lookup": tuple({"angle": float(a)} for a in range(-180, 180, 15)),
+    "sqrt_dk": (
+        *({"d_k": d} for d in sqrt_dk.D_K_CHOICES),
+        {"scaled": True},
+        *({"d_k": d} for d in reversed(sqrt_dk.D_K_CHOICES)),
+        {"scaled": False},
+    ),
+    # A student's session, in order, ending where the explorer starts (so repeats are
+    # alike): mostly clicks on cells (one cell more or less each time), causal on/off
+    # and the real-token sliders, now and then a new T. 8 of the 26 redraw in full:
+    # the four T changes, and four that empty a row or refill it (its row sum label
+    # changes): blocking and freeing (0, 0) under the causal mask, and example 1
+    # down to 1 real token while (1, 0) is blocked, then back to 3.
+    "mask_editor": (
+        {"blocked": ((4, 1),)},
+        {"blocked": ((4, 1), (4, 2))},
+        {"causal": False},
+        {"blocked": ((2, 0), (4, 1), (4, 2))},
+        {"lengths": (5, 2)},
+        {"blocked": ((2, 0), (4, 2))},
+        {"causal": True},
+        {"lengths": (4, 2)},
+        {"length": 6},
+        {"blocked": ((2, 0), (4, 2), (5, 5))},
+        {"lengths": (4, 5)},
+        {"causal": False},
+        {"blocked": ((4, 2), (5, 5))},
+        {"lengths": (6, 5)},
+        {"causal": True},
+        {"blocked": ((0, 0), (4, 2), (5, 5))},
+        {"blocked": ((4, 2), (5, 5))},
+        {"length": 8},
+        {"lengths": (8, 3)},
+        {"blocked": ((4, 2), (5, 5), (7, 1))},
+        {"length": 4},
+        {"blocked": ((1, 0),)},
+        {"lengths": (4, 1)},
+        {"length": 5},
+        {"lengths": (5, 3)},
+        {"blocked": ()},
+    ),
+    # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
+    "backward_step": (
+        {"h": 1e-1},
+        {"h": 1e-4},
+        {"h": 1e-8},
+        {"h": 1e-12},
+        {"array": "K"},
+        {"array": "V"},
+        {"array": "Q"},
+    ),
+}
 
 
 def default_changes(explorer, count=12):
@@ -74,7 +131,7 @@ def naive_change(spec, values, style):
 
 def bench(spec, repeats):
     explorer = spec.factory()
-    changes = list(spec.changes) or default_changes(explorer)
+    changes = list(SCRIPTED_CHANGES.get(spec.name, ())) or default_changes(explorer)
     # Skip a change equal to the current values (it would not fire an observer).
     ours, naive, sizes = [], [], []
     naive_change(spec, explorer.values, explorer.style)  # warm caches (fonts) for both

@@ -44,7 +44,7 @@ PUBLIC = public_callables()
 
 def test_the_walk_finds_the_library():
     assert "attention_lib.attention.attention_forward" in PUBLIC
-    assert "attention_lib.plots.attention_heatmap" in PUBLIC
+    assert "attention_lib.plots.heatmaps.attention_heatmap" in PUBLIC
     assert "attention_lib.widgets.soft_lookup.update" in PUBLIC
     assert "attention_lib.pitfalls.large_negative_fill" in PUBLIC
 

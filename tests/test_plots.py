@@ -216,7 +216,7 @@ def test_update_helpers_move_the_same_artists_in_place():
     assert [t.get_text() for t in middle.texts] == ["0.80\nscore 1.00", "0.20\nscore -0.40"]
     np.testing.assert_allclose(right.lines[-1].get_xydata(), [[0.4, 0.2]])
     assert right.texts[0].get_text() == "v0 (0.80)"
-    with pytest.raises(ValueError, match="2 weight bars"):
+    with pytest.raises(ValueError, match=r"got 3 weights, not one per bar.*found 2"):
         plots.update_weight_bars(middle, [0.2, 0.3, 0.5])
     render_png(fig)
 

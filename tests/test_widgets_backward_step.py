@@ -161,10 +161,3 @@ def test_table_lists_the_numbers_shown(explorer):
     html = explorer.table.value
     assert f"{explorer.state.gradient:.3e}" in html
     assert f"{explorer.state.actual_change:.3e}" in html
-
-
-def test_registered_for_the_benchmark():
-    from attention_lib.widgets import available_explorers
-
-    spec = available_explorers()["backward_step"]
-    assert spec.update is bs.update and spec.draw is bs.draw

@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from explorer_asserts import assert_frames_match_fresh_drawings, pixels
 
 from attention_lib import attention_forward, causal_mask
 from attention_lib.widgets import mask_editor
@@ -83,7 +84,7 @@ def count_frames(editor):
 
 
 def test_editor_starts_causal_with_one_padded_example(editor):
-    assert list(editor.controls) == ["length", "causal", "length_0", "length_1", "blocked"]
+    assert list(editor.controls) == ["length", "causal", "lengths", "blocked"]
     main = editor.main_control
     assert main.continuous_update is False and "attn-main-control" in main._dom_classes
     state = editor.state
@@ -109,7 +110,7 @@ def test_clicking_a_cell_blocks_it_and_redraws(editor):
 def test_controls_change_state_and_figure(editor):
     for change, check in [
         ({"causal": False}, lambda s: s.mask[0].all()),
-        ({"length_1": 1}, lambda s: s.lengths == (5, 1)),
+        ({"lengths": (5, 1)}, lambda s: s.lengths == (5, 1)),
         ({"blocked": ((0, 0),)}, lambda s: s.empty_rows[1, 0] and not s.empty_rows[0, 0]),
     ]:
         before = editor.png
@@ -124,11 +125,12 @@ def test_length_moves_the_dependent_controls_with_one_redraw(editor):
     state = editor.set(length=3)
     assert len(frames) == 1
     assert state.lengths == (3, 3) and state.blocked == {(1, 1)}
-    assert editor.controls["length_0"].max == 3 and editor.controls["blocked"].value == ((1, 1),)
+    assert [slider.max for slider in editor.controls["lengths"].children] == [3, 3]
+    assert editor.controls["blocked"].value == ((1, 1),)
     assert len(editor.controls["blocked"].buttons) == 9
     state = editor.set(length=8)
     assert state.lengths == (8, 8)  # both examples were full at T = 3: they stay full
-    editor.set(length_1=2)
+    editor.controls["lengths"].children[1].value = 2  # as a user drags it
     state = editor.set(length=6)
     assert state.lengths == (6, 2)  # a padded example keeps its length
 
@@ -136,34 +138,15 @@ def test_length_moves_the_dependent_controls_with_one_redraw(editor):
 def test_length_one_and_every_key_masked_do_not_raise(editor):
     state = editor.set(length=1)
     assert state.weights.shape == (2, 1, 1)
-    state = editor.set(length_0=0, length_1=0)
+    state = editor.set(lengths=(0, 0))
     assert state.empty_rows.all() and np.all(state.output == 0.0)
-    editor.set(length=4, length_0=4, length_1=4)
+    editor.set(length=4, lengths=(4, 4))
     every_cell = tuple((q, k) for q in range(4) for k in range(4))
     before = editor.png
     state = editor.set(blocked=every_cell)
     assert state.empty_rows.all() and np.all(state.weights == 0.0)
     assert editor.png != before
     assert "0.000" in editor.table.value
-
-
-def _pixels(png):
-    from io import BytesIO
-
-    from PIL import Image
-
-    return np.asarray(Image.open(BytesIO(png)).convert("RGB"), dtype=int)
-
-
-def _drawn_from_scratch(draw, state):
-    """PNG of ``state`` drawn on a new figure, no blitting: what the fast path must match."""
-    from attention_lib import plots
-    from attention_lib.widgets import LIVE_DPI, render_png
-
-    with plots.series_style("default"):  # the style the shell draws in
-        fig, _ = plots.new_figure(0, figsize=mask_editor.FIGSIZE, pyplot=False, dpi=LIVE_DPI)
-        draw(fig, state)
-        return render_png(fig)
 
 
 @pytest.mark.parametrize(
@@ -174,18 +157,18 @@ def _drawn_from_scratch(draw, state):
             [
                 {"causal": False},
                 {"blocked": ((2, 1),)},
-                {"length_1": 1},
+                {"lengths": (5, 1)},
                 {"causal": True},
-                {"length_0": 2},
+                {"lengths": (2, 1)},
             ],
             0,
         ),
         # a new T is drawn from scratch, the changes at that T blit
-        ([{"length": 6}, {"blocked": ((2, 1), (5, 0))}, {"length_1": 2}, {"causal": False}], 1),
+        ([{"length": 6}, {"blocked": ((2, 1), (5, 0))}, {"lengths": (6, 2)}, {"causal": False}], 1),
         # T = 8: no numbers in the cells
-        ([{"length": 8}, {"length_0": 3}, {"blocked": ((7, 7),)}, {"causal": False}], 1),
+        ([{"length": 8}, {"lengths": (3, 3)}, {"blocked": ((7, 7),)}, {"causal": False}], 1),
         # row 0 empties (its row sum label changes) and refills: both drawn from scratch
-        ([{"blocked": ((0, 0),)}, {"length_1": 4}, {"blocked": ()}], 2),
+        ([{"blocked": ((0, 0),)}, {"lengths": (5, 4)}, {"blocked": ()}], 2),
     ],
     ids=["same-T", "new-T-then-same-T", "T-8", "empty-row"],
 )
@@ -193,29 +176,20 @@ def test_fast_path_frames_match_a_fresh_editor_and_a_fresh_drawing(
     monkeypatch, changes, new_drawings
 ):
     drawings = []
-    draw = mask_editor.draw
+    spec = mask_editor.EXPLORER
 
     def counting_draw(fig, state):
         drawings.append(state.length)
-        return draw(fig, state)
+        return spec.draw(fig, state)
 
-    monkeypatch.setattr(mask_editor, "draw", counting_draw)
+    monkeypatch.setattr(mask_editor, "EXPLORER", spec._replace(draw=counting_draw))
     live = mask_editor.mask_editor_explorer()
-    for change in changes:
-        live.set(**change)
-        frame = _pixels(live.png)
-        np.testing.assert_array_equal(frame, _pixels(_drawn_from_scratch(draw, live.state)))
+    frame = assert_frames_match_fresh_drawings(live, spec, changes)
     assert len(drawings) == 1 + new_drawings  # the first drawing, then only where expected
 
-    values = live.values
-    fresh = mask_editor.mask_editor_explorer(
-        values["length"],
-        values["causal"],
-        (values["length_0"], values["length_1"]),
-        values["blocked"],
-    )
+    fresh = mask_editor.mask_editor_explorer(**live.values)
     assert fresh.state.lengths == live.state.lengths
-    np.testing.assert_array_equal(frame, _pixels(fresh.png))
+    np.testing.assert_array_equal(frame, pixels(fresh.png))
     live.close()
     fresh.close()
 
@@ -223,13 +197,15 @@ def test_fast_path_frames_match_a_fresh_editor_and_a_fresh_drawing(
 def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
     """T moves the sliders and rebuilds the grid inside one batch: one update in all."""
     calls = []
-    update = mask_editor.update_from_controls
+    update = mask_editor.update
 
     def counting_update(**values):
         calls.append(values)
         return update(**values)
 
-    monkeypatch.setattr(mask_editor, "update_from_controls", counting_update)
+    monkeypatch.setattr(
+        mask_editor, "EXPLORER", mask_editor.EXPLORER._replace(update=counting_update)
+    )
     editor = mask_editor.mask_editor_explorer(blocked=((4, 0), (1, 1)))
     frames = count_frames(editor)
     calls.clear()
@@ -238,11 +214,10 @@ def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
     assert calls[0] == {
         "length": 3,
         "causal": True,
-        "length_0": 3,
-        "length_1": 3,
+        "lengths": (3, 3),
         "blocked": ((1, 1),),
     }
-    editor.set(causal=False, length_1=1, blocked=((0, 0),))  # three controls, one batch
+    editor.set(causal=False, lengths=(3, 1), blocked=((0, 0),))  # three controls, one batch
     assert len(calls) == 2 and len(frames) == 2
     assert editor.state.lengths == (3, 1) and editor.state.blocked == {(0, 0)}
     editor.close()
@@ -292,10 +267,3 @@ def test_factory_checks_its_arguments():
         mask_editor.mask_editor_explorer(9)
     with pytest.raises(ValueError, match="lengths must give 2 examples"):
         mask_editor.mask_editor_explorer(lengths=(3,))
-
-
-def test_registered_for_the_benchmark():
-    from attention_lib.widgets import available_explorers
-
-    spec = available_explorers()["mask_editor"]
-    assert spec.update is mask_editor.update_from_controls and spec.changes

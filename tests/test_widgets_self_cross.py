@@ -150,10 +150,3 @@ def test_table_lists_every_shape(explorer):
     html = explorer.table.value
     for name, shape in explorer.state.shapes.items():
         assert f"{name}</th><td>{'×'.join(map(str, shape))}</td>" in html
-
-
-def test_registered_for_the_benchmark():
-    from attention_lib.widgets import available_explorers
-
-    spec = available_explorers()["self_cross"]
-    assert spec.update is sc.update and spec.draw is sc.draw

@@ -1,15 +1,12 @@
 """Soft-lookup explorer, headless: set controls, check the state and the figure."""
 
-import io
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from PIL import Image
 
 from attention_lib import attention_forward, plots
-from attention_lib.widgets import LIVE_DPI, available_explorers, render_png, soft_lookup_explorer
 from attention_lib.widgets import soft_lookup as sl
+from attention_lib.widgets import soft_lookup_explorer
 
 
 @pytest.fixture(autouse=True)
@@ -59,17 +56,6 @@ def test_explorer_state_and_figure_follow_the_controls():
         assert f"{w:.3f}" in explorer.table.value
 
 
-def test_blitted_frame_matches_a_fresh_drawing():
-    explorer = soft_lookup_explorer()
-    explorer.set(angle=-100.0, length=3.3)
-    live = np.asarray(Image.open(io.BytesIO(explorer.png)).convert("RGB"), dtype=int)
-    fig, _ = plots.new_figure(0, figsize=sl.FIGSIZE, pyplot=False, dpi=LIVE_DPI)
-    sl.draw(fig, explorer.state)
-    fresh = np.asarray(Image.open(io.BytesIO(render_png(fig))).convert("RGB"), dtype=int)
-    assert live.shape == fresh.shape
-    assert np.any(np.abs(live - fresh) > 40, axis=-1).mean() < 0.01
-
-
 @pytest.mark.parametrize(
     ("angle", "length"), [(-180.0, 4.0), (180.0, 4.0), (0.0, 0.0), (-180.0, 0.0), (90.0, 0.1)]
 )
@@ -102,8 +88,6 @@ def test_static_figure_and_registry():
         [p.get_height() for p in fig.axes[1].patches], sl.update(angle=60.0).weights
     )
     assert repr(explorer) == "<soft lookup explorer: run the notebook to interact>"
-    spec = available_explorers()["soft_lookup"]
-    assert spec.factory is soft_lookup_explorer and len(spec.changes) >= 10
     with pytest.raises(ValueError, match="length must be >= 0"):
         sl.update(length=-1.0)
 

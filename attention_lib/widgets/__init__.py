@@ -1,12 +1,35 @@
 """Interactive explorers: one module per chapter idea, one shared shell.
 
-Each explorer module (``soft_lookup.py``, ``sqrt_dk.py``, ...) holds a pure
-``update(...)`` (control values -> a NamedTuple of arrays), a
-``draw(fig, state)`` that uses :mod:`attention_lib.plots` only, a
-``table(state) -> str`` and a factory ``xxx_explorer(...)`` returning an
-:class:`Explorer`. It also defines ``EXPLORER = ExplorerSpec(...)``, which is
-how :func:`available_explorers` (and ``benchmarks/bench_widgets.py``) find it:
-a new module joins the registry without editing this file.
+Every explorer module follows one template (``soft_lookup.py`` is the
+shortest example to copy):
+
+* ``update(**controls) -> XxxState`` - pure NumPy; one keyword per control,
+  returning a NamedTuple of arrays and numbers (what tests assert on). Reuse
+  the library's computations (``attention_forward``, ``saturation_rows``...),
+  never a copy of them.
+* ``draw(fig, state)`` - the figure from scratch, through
+  :mod:`attention_lib.plots` and its colours (``plots.COLORS``); every artist
+  that a change moves gets a gid, a constant defined once in the module.
+* ``refresh(fig, state) -> artists`` - moves those artists in place (found with
+  ``plots.artist(ax, gid)`` or a ``plots.update_*`` helper) and returns them,
+  the same ones every time, in the order a fresh drawing stacks them, followed
+  by any static artist drawn on top of them (legends, labels, spines they cross):
+  the shell blits exactly these, so the frame must equal a fresh ``draw``
+  (``tests/test_widgets_template.py`` checks it pixel for pixel).
+* ``table(state) -> str`` and ``readout(values, state) -> str`` - HTML numbers.
+* ``xxx_explorer(..., *, style="default") -> Explorer`` - builds the controls
+  (sliders with ``continuous_update=False``; a control whose value is a tuple,
+  like :class:`~attention_lib.widgets.mask_editor.CellGrid`, when one keyword
+  needs several widgets), then ``return EXPLORER.explorer(controls,
+  follow={...}, style=style)``: controls that depend on others are set in a
+  ``follow`` callback (never a raw ``.observe``), so a change is one update and
+  one redraw.
+* ``EXPLORER = ExplorerSpec(name, title, factory, update, draw, refresh, table,
+  readout, figsize, board_figsize=..., static_key=...)`` - the one place that
+  ties them together: the explorer calls exactly these functions, and
+  :func:`available_explorers` (the tests, ``benchmarks/bench_widgets.py``) finds
+  the module without editing this file.
+* ``__all__`` lists all of these.
 
 In a notebook::
 

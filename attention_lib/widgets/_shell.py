@@ -6,7 +6,9 @@ An explorer is three pure pieces written once per chapter idea:
 * ``draw(fig, state)`` (matplotlib through :mod:`attention_lib.plots` only),
 * ``table(state) -> str`` (a small HTML table of the numbers shown),
 
-and this shell, which wires them to controls. On every change of a control's
+and this shell, which wires them to controls (each explorer module describes
+itself once in an :class:`ExplorerSpec`, whose :meth:`ExplorerSpec.explorer`
+builds the :class:`Explorer`). On every change of a control's
 ``value`` (or once per :meth:`Explorer.batch` of changes) it calls ``update``,
 redraws one reused Agg figure (never a new pyplot figure) and hands PNG bytes
 to a ``widgets.Image``. An ``Image`` rather than a ``widgets.Output`` because
@@ -41,29 +43,111 @@ _NOT_DRAWN = object()
 
 
 class ExplorerSpec(NamedTuple):
-    """How to find and benchmark an explorer: each explorer module defines ``EXPLORER``.
+    """One explorer described once: what the shell wires together and what the registry finds.
+
+    Each explorer module defines ``EXPLORER = ExplorerSpec(...)`` from its own
+    functions, and its factory builds the live widget with
+    :meth:`ExplorerSpec.explorer`, so the explorer calls exactly the functions
+    named here and ``spec.update(**explorer.values)`` is always
+    ``explorer.state`` (what the benchmark's naive redraw relies on).
 
     Attributes
     ----------
     name : str
-        Short name, e.g. ``"soft_lookup"``.
+        Registry name, e.g. ``"soft_lookup"``.
+    title : str
+        Human name, e.g. ``"soft lookup"`` (the explorer's text display).
     factory : callable
-        ``factory() -> Explorer`` with default arguments.
-    update, draw : callable
-        The explorer's pure ``update`` and its ``draw(fig, state)``.
+        ``factory(*, style=...) -> Explorer``, with default arguments otherwise.
+    update : callable
+        ``update(**control_values) -> state``, pure: every control's keyword
+        is one of its parameters.
+    draw, refresh, table, readout : callable
+        ``draw(fig, state)``, ``refresh(fig, state) -> artists``,
+        ``table(state) -> str`` and ``readout(values, state) -> str``; see
+        :class:`Explorer`.
     figsize : (float, float)
-        The explorer's figure size in inches (the naive benchmark uses it too).
-    changes : tuple of dict, optional
-        Control values to step through in the benchmark; default: sweep the
-        main control over its range.
+        Figure size in inches in the default style.
+    board_figsize : (float, float), optional
+        Figure size in the board style (large fonts need more room); default ``figsize``.
+    static_key : callable, optional
+        See :class:`Explorer`; default: the static part never changes.
+
+    Examples
+    --------
+    >>> import ipywidgets
+    >>> spec = ExplorerSpec(
+    ...     "square", "square", None, lambda x: x * x, lambda fig, s: fig.subplots(),
+    ...     lambda fig, s: None, lambda s: "", lambda values, s: f"x = {values['x']}",
+    ...     figsize=(2.0, 2.0), board_figsize=(4.0, 4.0))
+    >>> explorer = spec.explorer({"x": ipywidgets.IntSlider(3, 0, 9, continuous_update=False)})
+    >>> explorer.state, explorer.readout.value, spec.figsize_for("board")
+    (9, 'x = 3', (4.0, 4.0))
     """
 
     name: str
-    factory: Callable[[], Explorer]
+    title: str
+    factory: Callable[..., Explorer]
     update: Callable[..., Any]
     draw: Callable[[Any, Any], Any]
+    refresh: Callable[[Any, Any], Any]
+    table: Callable[[Any], str]
+    readout: Callable[[Mapping[str, Any], Any], str]
     figsize: tuple[float, float]
-    changes: tuple[dict, ...] = ()
+    board_figsize: tuple[float, float] | None = None
+    static_key: Callable[[Any], Any] | None = None
+
+    def figsize_for(self, style):
+        """The figure size in inches for ``style`` ("default" or "board").
+
+        Examples
+        --------
+        >>> from attention_lib.widgets.sqrt_dk import EXPLORER
+        >>> EXPLORER.figsize_for("default") == EXPLORER.figsize
+        True
+        """
+        if style == "board" and self.board_figsize is not None:
+            return self.board_figsize
+        return self.figsize
+
+    def explorer(self, controls, *, follow=None, style="default"):
+        """The live :class:`Explorer` of this spec, wired to ``controls``.
+
+        Parameters
+        ----------
+        controls : mapping of str to ipywidgets.ValueWidget
+            Keyword of :attr:`update` -> its control; the first is the main control.
+        follow : mapping of str to callable, optional
+            Dependent controls, see :class:`Explorer`.
+        style : {"default", "board"}, default "default"
+
+        Returns
+        -------
+        Explorer
+
+        Examples
+        --------
+        >>> import ipywidgets
+        >>> from attention_lib.widgets import sqrt_dk
+        >>> explorer = sqrt_dk.EXPLORER.explorer(
+        ...     {"d_k": ipywidgets.IntSlider(16, 1, 64, continuous_update=False),
+        ...      "scaled": ipywidgets.Checkbox(True)})
+        >>> explorer, explorer.state.d_k
+        (<sqrt(d_k) explorer: run the notebook to interact>, 16)
+        """
+        return Explorer(
+            self.title,
+            controls,
+            self.update,
+            self.draw,
+            self.table,
+            self.readout,
+            refresh=self.refresh,
+            static_key=self.static_key,
+            follow=follow,
+            figsize=self.figsize_for(style),
+            style=style,
+        )
 
 
 def render_png(fig, *, compress_level=1):

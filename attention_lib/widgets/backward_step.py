@@ -29,7 +29,23 @@ import numpy as np
 from .. import plots
 from ..attention import attention_backward, attention_forward
 from ..masks import causal_mask
-from ._shell import Explorer, ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table
+
+__all__ = [
+    "ARRAYS",
+    "EXPLORER",
+    "BackwardStepState",
+    "Problem",
+    "backward_step_explorer",
+    "draw",
+    "example_problem",
+    "format_step",
+    "loss",
+    "readout",
+    "refresh",
+    "table",
+    "update",
+]
 
 ARRAYS = ("Q", "K", "V")
 #: Steps of the finite-difference error curve: 10**-13 .. 10**0, four per decade.
@@ -209,9 +225,9 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
 FIGSIZE = (9.0, 3.6)
 #: Errors below this are drawn at this value (an exact 0 has no place on a log axis).
 ERROR_FLOOR = 1e-17
-# Okabe-Ito colours, as in attention_lib.plots (keys blue, queries vermillion).
+# The series' colours (attention_lib.plots.COLORS): measured blue, predicted vermillion.
 _ACTUAL_COLOR = plots.COLORS["key"]
-_PREDICTED_COLOR = plots.COLORS["query"]
+_PREDICTED_COLOR = plots.COLORS["prediction"]
 _ONE_SIDED_COLOR = plots.COLORS["value"]
 _MARK_COLOR = plots.COLORS["reference"]
 
@@ -238,9 +254,15 @@ LOSS_YLIM = (-2.4, 4.4)  # room above the curves for the legend
 ERROR_YLIM = (ERROR_FLOOR, 2.0)
 
 
-def _artist(ax, gid):
-    (artist,) = [a for a in ax.get_children() if a.get_gid() == gid]
-    return artist
+# Tags of the artists refresh moves (found again with plots.artist).
+ACTUAL_GID = "bs-actual"
+PREDICTED_GID = "bs-predicted"
+GAP_GID = "bs-gap"
+CENTRAL_GID = "bs-central"
+ONE_SIDED_GID = "bs-one-sided"
+STEP_GID = "bs-step"
+AT_H_GID = "bs-at-h"  # the dotted line t = h, which the curves cross
+REGIME_GID = "bs-regime"  # the "round-off" and "truncation" labels, which the curves cross
 
 
 def _loss_panel_data(state):
@@ -267,7 +289,7 @@ def _draw_tangent(ax, state, spec):
         markersize=spec["marker"] / 2,
         linewidth=line,
         label="actual  L(x + t) − L(x)",
-        gid="bs-actual",
+        gid=ACTUAL_GID,
     )
     ax.plot(
         x,
@@ -276,7 +298,7 @@ def _draw_tangent(ax, state, spec):
         color=_PREDICTED_COLOR,
         linewidth=line,
         label="gradient's prediction  t · dL/dx",
-        gid="bs-predicted",
+        gid=PREDICTED_GID,
     )
     ax.plot(
         [1.0, 1.0],
@@ -286,10 +308,10 @@ def _draw_tangent(ax, state, spec):
         linewidth=line * 2.5,
         solid_capstyle="butt",
         label="gap at t = h",
-        gid="bs-gap",
+        gid=GAP_GID,
     )
-    ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
-    ax.axhline(0.0, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=AT_H_GID)
+    ax.axhline(0.0, color=plots.COLORS["zero"], linewidth=0.8, zorder=0)
     ax.set_xlim(*LOSS_XLIM)
     ax.set_ylim(*LOSS_YLIM)
     ax.set_xlabel("nudge t, in units of h")
@@ -308,7 +330,7 @@ def _draw_errors(ax, state, spec):
         color=_ACTUAL_COLOR,
         linewidth=line,
         label="central (L(x+h) − L(x−h)) / 2h",
-        gid="bs-central",
+        gid=CENTRAL_GID,
     )
     ax.loglog(
         state.steps,
@@ -317,9 +339,9 @@ def _draw_errors(ax, state, spec):
         color=_ONE_SIDED_COLOR,
         linewidth=line,
         label="one-sided (L(x+h) − L(x)) / h",
-        gid="bs-one-sided",
+        gid=ONE_SIDED_GID,
     )
-    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid="bs-step")
+    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=STEP_GID)
     ax.set_ylim(*ERROR_YLIM)
     for x, text, align in ((0.03, "← round-off", "left"), (0.97, "truncation →", "right")):
         ax.text(
@@ -331,6 +353,7 @@ def _draw_errors(ax, state, spec):
             va="top",
             fontsize=spec["annotation"],
             color=_MARK_COLOR,
+            gid=REGIME_GID,
         )
     ax.set_xlabel("step h")
     ax.set_ylabel("error relative to gradient size")
@@ -380,22 +403,35 @@ def refresh(fig, state):
     >>> tangent, errors = draw(fig, update("Q", 3, 0, h=0.5))
     >>> moved = refresh(fig, update("V", 1, 2, h=1e-6))
     >>> tangent.get_title(), len(moved)
-    ('nudge V[1, 2] by h = 1e-06', 7)
+    ('nudge V[1, 2] by h = 1e-06', 12)
     """
     tangent, errors = fig.axes[:2]
     x, actual, predicted, gap = _loss_panel_data(state)
-    moved = [_artist(tangent, gid) for gid in ("bs-actual", "bs-predicted", "bs-gap")]
+    moved = [plots.artist(tangent, gid) for gid in (ACTUAL_GID, PREDICTED_GID, GAP_GID)]
     moved[0].set_data(x, actual)
     moved[1].set_data(x, predicted)
     moved[2].set_data([1.0, 1.0], gap)
     tangent.title.set_text(_loss_title(state))
     central, one_sided, step = (
-        _artist(errors, gid) for gid in ("bs-central", "bs-one-sided", "bs-step")
+        plots.artist(errors, gid) for gid in (CENTRAL_GID, ONE_SIDED_GID, STEP_GID)
     )
     central.set_ydata(np.maximum(state.central_errors, ERROR_FLOOR))
     one_sided.set_ydata(np.maximum(state.forward_errors, ERROR_FLOOR))
     step.set_xdata([state.h, state.h])
-    return [*moved, tangent.title, central, one_sided, step]
+    # The line t = h, the labels and the legends come back too, after the curves:
+    # blitting draws in list order, and they lie on top of the curves in a fresh drawing.
+    at_h, labels = plots.artist(tangent, AT_H_GID), plots.artist(errors, REGIME_GID, count=2)
+    return [
+        *moved,
+        at_h,
+        tangent.get_legend(),
+        tangent.title,
+        central,
+        one_sided,
+        step,
+        *labels,
+        errors.get_legend(),
+    ]
 
 
 def _sci(x):
@@ -441,11 +477,6 @@ def readout(values, state):
         f"(relative gap {state.prediction_error:.1e}); best finite-difference step "
         f"≈ {state.best_step:.0e}"
     )
-
-
-def _update_from_controls(h, array, row, col, causal):
-    # Rows and columns are slider positions; every array in the example is 4 x 3.
-    return update(array, int(row), int(col), float(h), causal=bool(causal))
 
 
 # Control sizes: the shell lays the controls out in one row; without a minimum width
@@ -513,34 +544,17 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
             value=causal, description="causal mask", indent=False, layout=_FIT
         ),
     }
-    explorer = Explorer(
-        "backward step",
-        controls,
-        _update_from_controls,
-        draw,
-        table,
-        readout,
-        refresh=refresh,
-        figsize=FIGSIZE,
-        style=style,
-    )
-    return explorer
+    return EXPLORER.explorer(controls, style=style)
 
 
 EXPLORER = ExplorerSpec(
     name="backward_step",
+    title="backward step",
     factory=backward_step_explorer,
     update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=FIGSIZE,
-    # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
-    changes=(
-        {"h": 1e-1},
-        {"h": 1e-4},
-        {"h": 1e-8},
-        {"h": 1e-12},
-        {"array": "K"},
-        {"array": "V"},
-        {"array": "Q"},
-    ),
 )

@@ -14,29 +14,32 @@ and :func:`mask_editor_explorer` wires both to ipywidgets through the shared she
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
 import traitlets
 
+from .. import plots
 from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask, combine_masks, padding_mask, valid_from_lengths
 from ._layout import margins
-from ._shell import Explorer, ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table
 
 __all__ = [
     "EXPLORER",
     "CellGrid",
     "MaskEditorState",
+    "RealTokenSliders",
     "draw",
     "example_inputs",
     "mask_editor_explorer",
+    "readout",
     "refresh",
     "static_key",
     "table",
     "update",
-    "update_from_controls",
 ]
 
 #: Longest sequence the editor offers: a T x T grid of buttons stays clickable.
@@ -160,18 +163,6 @@ def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
     )
 
 
-def update_from_controls(length, causal, length_0, length_1, blocked):
-    """:func:`update` called with the explorer's controls, one keyword per control.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.mask_editor import update_from_controls
-    >>> update_from_controls(4, True, 4, 2, ((3, 0),)).lengths
-    (4, 2)
-    """
-    return update(length, causal, (length_0, length_1), blocked)
-
-
 #: Figure size of the live explorer and of its static first-state figure (inches).
 FIGSIZE = (9.0, 4.4)
 #: The same for the board style (large fonts need a larger figure).
@@ -196,8 +187,6 @@ def draw(fig, state):
     >>> [t.get_text() for t in axes[1].get_yticklabels()]
     ['q0  Σ=1.00', 'q1  Σ=1.00', 'q2  Σ=1.00']
     """
-    from .. import plots
-
     batch = state.weights.shape[0]
     # Fixed margins instead of constrained layout (the layout pass costs about a third
     # of a redraw); the colour bar gets its own narrow axes so both heatmaps match.
@@ -286,8 +275,6 @@ def refresh(fig, state):
     >>> [t.get_text() for t in fig.axes[1].get_xticklabels()]
     ['k0', 'k1·pad', 'k2·pad']
     """
-    from .. import plots
-
     moved = []
     for b, ax in enumerate(fig.axes[: len(state.lengths)]):
         moved += plots.update_attention_heatmap(ax, state.weights[b], mask=state.mask[b])
@@ -326,7 +313,15 @@ def table(state):
     return "".join(parts)
 
 
-def _readout(values, state):
+def readout(values, state):
+    """One line: the controls' values and how many rows were left with no key to read.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.mask_editor import readout, update
+    >>> readout({}, update(3, lengths=[3, 0])).split(" · ")[-1]
+    '<b>3</b> empty row(s) (weights and output 0)'
+    """
     empty = int(state.empty_rows.sum())
     return (
         f"<b>T = {state.length}</b> · causal {'on' if state.causal else 'off'} · real tokens "
@@ -335,7 +330,40 @@ def _readout(values, state):
     )
 
 
-class CellGrid(widgets.GridBox):
+class _TupleOfChildren:
+    """Base of a control whose tuple ``value`` mirrors child widgets (a grid, sliders).
+
+    A child's change sets ``value`` (through ``_read``) and a new ``value``
+    sets the children (through ``_show``); changes made inside
+    :meth:`_quietly` do not echo back. The explorer observes ``value`` only.
+    """
+
+    _syncing = False
+
+    @contextlib.contextmanager
+    def _quietly(self):
+        self._syncing = True
+        try:
+            yield
+        finally:
+            self._syncing = False
+
+    def _on_child(self, change):
+        if not self._syncing:
+            self.value = self._read()
+
+    def _on_value(self, change):
+        if not self._syncing:
+            with self._quietly():
+                self._show(change["new"])
+
+    def close(self):
+        for child in self.children:
+            child.close()
+        super().close()
+
+
+class CellGrid(_TupleOfChildren, widgets.GridBox):
     """A T x T grid of toggle buttons, one per (query, key) cell; ``value`` = blocked cells.
 
     ``value`` is a sorted tuple of ``(query, key)`` pairs, so it can be an
@@ -359,8 +387,8 @@ class CellGrid(widgets.GridBox):
     def __init__(self, length, value=(), **kwargs):
         super().__init__(**kwargs)
         self.add_class("attn-cell-grid")
-        self._syncing = False
         self.buttons = {}
+        self.observe(self._on_value, names="value")
         self.resize(length, value)
 
     def resize(self, length, value=None):
@@ -382,18 +410,15 @@ class CellGrid(widgets.GridBox):
                     value=(q, k) in kept, layout=widgets.Layout(width="34px", height="28px")
                 )
                 self._style(button, q, k)
-                button.observe(self._on_button, names="value")
+                button.observe(self._on_child, names="value")
                 self.buttons[q, k] = button
                 children.append(button)
         self.layout = widgets.Layout(
             grid_template_columns=f"28px repeat({length}, 34px)", grid_gap="2px"
         )
         self.children = children
-        self._syncing = True
-        try:
+        with self._quietly():  # the buttons already show it
             self.value = kept
-        finally:
-            self._syncing = False
 
     @staticmethod
     def _style(button, q, k):
@@ -402,39 +427,81 @@ class CellGrid(widgets.GridBox):
         action = "blocked by hand (click to allow)" if blocked else "open (click to block)"
         button.tooltip = f"query {q}, key {k}: {action}"
 
-    def _on_button(self, change):
-        if self._syncing:
-            return
+    def _read(self):
         for (q, k), button in self.buttons.items():
-            if button is change["owner"]:
-                self._style(button, q, k)
-        self.value = tuple(sorted(cell for cell, button in self.buttons.items() if button.value))
+            self._style(button, q, k)
+        return tuple(sorted(cell for cell, button in self.buttons.items() if button.value))
 
-    @traitlets.observe("value")
-    def _on_value(self, change):
-        if self._syncing:
-            return
-        self._syncing = True
-        try:
-            chosen = set(change["new"])
-            for (q, k), button in self.buttons.items():
-                button.value = (q, k) in chosen
-                self._style(button, q, k)
-        finally:
-            self._syncing = False
+    def _show(self, value):
+        chosen = set(value)
+        for (q, k), button in self.buttons.items():
+            button.value = (q, k) in chosen
+            self._style(button, q, k)
 
-    def close(self):
-        for child in self.children:
-            child.close()
-        super().close()
+
+class RealTokenSliders(_TupleOfChildren, widgets.HBox):
+    """One slider per example for its number of real tokens; ``value`` = the tuple of them.
+
+    One control with a tuple ``value`` (as :class:`CellGrid`), so the
+    explorer's controls are exactly :func:`update`'s keywords. :meth:`resize`
+    follows a new length ``T``.
+
+    Examples
+    --------
+    >>> sliders = RealTokenSliders((5, 3), length=5)
+    >>> sliders.children[1].value = 2
+    >>> sliders.value
+    (5, 2)
+    >>> sliders.resize(old=5, new=4)  # the full example stays full
+    >>> sliders.value, sliders.children[0].max
+    ((4, 2), 4)
+    """
+
+    value = traitlets.Tuple()
+
+    def __init__(self, lengths, length, **kwargs):
+        sliders = [
+            widgets.IntSlider(
+                min(n, length),
+                0,
+                length,
+                description=f"real tokens in example {b}",
+                continuous_update=False,
+                style={"description_width": "initial"},
+                layout=widgets.Layout(width="380px"),
+            )
+            for b, n in enumerate(lengths)
+        ]
+        super().__init__(sliders, **kwargs)
+        self.layout.flex_flow = "row wrap"
+        self.value = self._read()
+        self.observe(self._on_value, names="value")
+        for slider in sliders:
+            slider.observe(self._on_child, names="value")
+
+    def _read(self):
+        return tuple(slider.value for slider in self.children)
+
+    def _show(self, value):
+        for slider, n in zip(self.children, value, strict=True):
+            slider.value = n  # the slider clips it to its range
+
+    def resize(self, old, new):
+        """New maximum ``new``; an example that was full (``old`` real tokens) stays full."""
+        wanted = tuple(new if n == old else min(n, new) for n in self.value)
+        with self._quietly():  # a lower maximum clips a slider: not a change of its own
+            for slider in self.children:
+                slider.max = new
+        self.value = wanted
 
 
 def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, style="default"):
     """The live mask editor for a batch of two examples.
 
     Controls, in order: the length ``T`` (main control), causal on/off, the
-    real tokens of each example (their maximum follows ``T``) and a
-    :class:`CellGrid` to block single cells by hand.
+    real tokens of each example (:class:`RealTokenSliders`, whose maximum
+    follows ``T``) and a :class:`CellGrid` to block single cells by hand: one
+    control per keyword of :func:`update`.
 
     Returns
     -------
@@ -446,106 +513,49 @@ def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, s
     >>> editor = mask_editor_explorer()
     >>> editor
     <mask editor explorer: run the notebook to interact>
-    >>> bool(editor.set(length_1=0).empty_rows[1].all())
+    >>> bool(editor.set(lengths=(5, 0)).empty_rows[1].all())
     True
     """
     if not 1 <= length <= MAX_LENGTH:
         raise ValueError(f"length must lie between 1 and {MAX_LENGTH}; got {length!r}.")
     if len(lengths) != BATCH:
         raise ValueError(f"lengths must give {BATCH} examples; got {lengths!r}.")
-    slider = {"continuous_update": False, "style": {"description_width": "initial"}}
-    size = widgets.IntSlider(
-        length, 1, MAX_LENGTH, description="T", **slider, layout=widgets.Layout(width="220px")
-    )
-    causal_box = widgets.Checkbox(
-        bool(causal), description="causal", indent=False, layout=widgets.Layout(width="90px")
-    )
-    length_sliders = [
-        widgets.IntSlider(
-            min(n, length),
-            0,
+    controls = {
+        "length": widgets.IntSlider(
             length,
-            description=f"real tokens in example {b}",
-            **slider,
-            layout=widgets.Layout(width="380px"),
-        )
-        for b, n in enumerate(lengths)
-    ]
-    grid = CellGrid(length, blocked)
+            1,
+            MAX_LENGTH,
+            description="T",
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="220px"),
+        ),
+        "causal": widgets.Checkbox(
+            bool(causal), description="causal", indent=False, layout=widgets.Layout(width="90px")
+        ),
+        "lengths": RealTokenSliders(lengths, length),
+        "blocked": CellGrid(length, blocked),
+    }
 
     def follow_length(change):
-        # The sliders' ranges and the grid follow T, and an example that was full stays
-        # full. The shell runs this inside the batch of the T change: one redraw in all.
-        old, new = change["old"], change["new"]
-        for s in length_sliders:
-            full = s.value == old
-            s.max = new
-            if full:
-                s.value = new
-        grid.resize(new)
+        # The real-token sliders and the grid follow T. The shell runs this inside the
+        # batch of the T change: one redraw in all.
+        controls["lengths"].resize(change["old"], change["new"])
+        controls["blocked"].resize(change["new"])
 
-    controls = {
-        "length": size,
-        "causal": causal_box,
-        "length_0": length_sliders[0],
-        "length_1": length_sliders[1],
-        "blocked": grid,
-    }
-    figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
-    explorer = Explorer(
-        "mask editor",
-        controls,
-        update_from_controls,
-        draw,
-        table,
-        _readout,
-        refresh=refresh,
-        static_key=static_key,
-        follow={"length": follow_length},
-        figsize=figsize,
-        style=style,
-    )
-    return explorer
+    return EXPLORER.explorer(controls, follow={"length": follow_length}, style=style)
 
 
 EXPLORER = ExplorerSpec(
     name="mask_editor",
+    title="mask editor",
     factory=mask_editor_explorer,
-    update=update_from_controls,
+    update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=FIGSIZE,
-    # A student's session, in order, ending where the explorer starts (so repeats are
-    # alike): mostly clicks on cells (one cell more or less each time), causal on/off
-    # and the real-token sliders, now and then a new T. 8 of the 26 redraw in full:
-    # the four T changes, and four that empty a row or refill it (its row sum label
-    # changes): blocking and freeing (0, 0) under the causal mask, and example 1
-    # down to 1 real token while (1, 0) is blocked, then back to 3.
-    changes=(
-        {"blocked": ((4, 1),)},
-        {"blocked": ((4, 1), (4, 2))},
-        {"causal": False},
-        {"blocked": ((2, 0), (4, 1), (4, 2))},
-        {"length_1": 2},
-        {"blocked": ((2, 0), (4, 2))},
-        {"causal": True},
-        {"length_0": 4},
-        {"length": 6},
-        {"blocked": ((2, 0), (4, 2), (5, 5))},
-        {"length_1": 5},
-        {"causal": False},
-        {"blocked": ((4, 2), (5, 5))},
-        {"length_0": 6},
-        {"causal": True},
-        {"blocked": ((0, 0), (4, 2), (5, 5))},
-        {"blocked": ((4, 2), (5, 5))},
-        {"length": 8},
-        {"length_1": 3},
-        {"blocked": ((4, 2), (5, 5), (7, 1))},
-        {"length": 4},
-        {"blocked": ((1, 0),)},
-        {"length_1": 1},
-        {"length": 5},
-        {"length_1": 3},
-        {"blocked": ()},
-    ),
+    board_figsize=BOARD_FIGSIZE,
+    static_key=static_key,
 )

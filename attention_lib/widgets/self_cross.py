@@ -29,7 +29,21 @@ from matplotlib.patches import Rectangle
 from .. import plots
 from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask
-from ._shell import Explorer, ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table
+
+__all__ = [
+    "EXPLORER",
+    "Projections",
+    "SelfCrossState",
+    "draw",
+    "projections",
+    "readout",
+    "refresh",
+    "self_cross_explorer",
+    "table",
+    "token_vectors",
+    "update",
+]
 
 #: Target-side tokens (the decoder reads these, one position at a time).
 DECODER_TOKENS = ("<s>", "le", "chat", "noir", "dort", "sur", "le", "tapis", "chaud", ".")
@@ -237,12 +251,12 @@ def update(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False):
 
 #: Figure size of the explorer (inches): the shapes strip on top, the weights below.
 FIGSIZE = (8.0, 6.4)
-# Okabe-Ito colours, as in attention_lib.plots: queries vermillion, keys blue,
+# The series' colours (attention_lib.plots.COLORS): queries vermillion, keys blue,
 # values green, output purple; the weights grey.
 _BLOCK_COLORS = {
     "Q": plots.COLORS["query"],
     "Kᵀ": plots.COLORS["key"],
-    "A": "#999999",  # the weights are drawn in full by the heatmap below
+    "A": plots.COLORS["neutral"],  # the weights are drawn in full by the heatmap below
     "V": plots.COLORS["value"],
     "O": plots.COLORS["output"],
 }
@@ -269,6 +283,14 @@ def _blocks(state):
 
 
 _SLOTS = (MAX_WIDTH, MAX_LENGTH, MAX_LENGTH, MAX_WIDTH, MAX_WIDTH)
+
+# Tags of the artists refresh moves (found again with plots.artist, in drawing order).
+BLOCK_GID = "sc-block"  # one rectangle per block of the shapes strip
+GRID_GID = "sc-grid"
+SIZE_GID = "sc-size"
+QUERY_LABEL_GID = "sc-query"  # MAX_LENGTH token labels per axis, "" where unused
+KEY_LABEL_GID = "sc-key"
+FRAME_GID = "sc-frame"  # the dashed outline of the largest grid, on top of the weights
 _OPERATORS = ("·", "→", "·", "=")
 
 
@@ -297,12 +319,12 @@ def _draw_shapes(ax, state, spec):
                 alpha=0.35,
                 edgecolor=color,
                 linewidth=2,
-                gid=f"sc-block-{i}",
+                gid=BLOCK_GID,
             )
         )
         ax.add_collection(
             LineCollection(
-                _grid_segments(x, rows, cols), colors="white", linewidths=0.8, gid=f"sc-grid-{i}"
+                _grid_segments(x, rows, cols), colors="white", linewidths=0.8, gid=GRID_GID
             )
         )
         ax.text(
@@ -313,7 +335,7 @@ def _draw_shapes(ax, state, spec):
             va="bottom",
             fontsize=spec["annotation"] + 1,
             weight="bold",
-            gid=f"sc-size-{i}",
+            gid=SIZE_GID,
         )
         if i < len(_OPERATORS):
             ax.text(
@@ -333,19 +355,15 @@ def _draw_shapes(ax, state, spec):
 
 def _refresh_shapes(ax, state):
     moved = []
-    for i, (name, x, rows, cols) in enumerate(_blocks(state)):
-        block, grid, size = (_artist(ax, f"sc-{part}-{i}") for part in ("block", "grid", "size"))
+    count = len(_SLOTS)
+    found = (plots.artist(ax, gid, count=count) for gid in (BLOCK_GID, GRID_GID, SIZE_GID))
+    for (name, x, rows, cols), block, grid, size in zip(_blocks(state), *found, strict=True):
         block.set_bounds(x, -rows, cols, rows)
         grid.set_segments(_grid_segments(x, rows, cols))
         size.set_text(f"{name}  {rows}×{cols}")
         moved += [block, grid, size]
     ax.title.set_text(_strip_title(state))
     return [*moved, ax.title]
-
-
-def _artist(ax, gid):
-    (artist,) = [a for a in ax.get_children() if a.get_gid() == gid]
-    return artist
 
 
 def _padded(state):
@@ -369,17 +387,14 @@ def _heat_title(state):
 def _place_token_labels(ax, state):
     """Row labels (query tokens) left of the grid, column labels (key tokens) under the last row."""
     T_q = state.weights.shape[0]
-    moved = []
-    for i in range(MAX_LENGTH):
-        label = _artist(ax, f"sc-query-{i}")
+    query_labels = plots.artist(ax, QUERY_LABEL_GID, count=MAX_LENGTH)
+    key_labels = plots.artist(ax, KEY_LABEL_GID, count=MAX_LENGTH)
+    for i, label in enumerate(query_labels):
         label.set_text(state.query_tokens[i] if i < len(state.query_tokens) else "")
-        moved.append(label)
-    for j in range(MAX_LENGTH):
-        label = _artist(ax, f"sc-key-{j}")
+    for j, label in enumerate(key_labels):
         label.set_text(state.key_tokens[j] if j < len(state.key_tokens) else "")
         label.set_position((j, T_q - 0.5 + 0.15))
-        moved.append(label)
-    return moved
+    return [*query_labels, *key_labels]
 
 
 def _draw_heatmap(ax, state, spec, style):
@@ -395,11 +410,12 @@ def _draw_heatmap(ax, state, spec, style):
             MAX_LENGTH,
             MAX_LENGTH,
             fill=False,
-            edgecolor="#cccccc",
+            edgecolor=plots.COLORS["guide"],
             linestyle="--",
             linewidth=0.8,
             clip_on=False,
             zorder=3,
+            gid=FRAME_GID,
         )
     )
     # Token labels are texts, not tick labels, so that a change can move them (blitting).
@@ -414,7 +430,7 @@ def _draw_heatmap(ax, state, spec, style):
             va="center",
             fontsize=spec["tick"],
             clip_on=False,
-            gid=f"sc-query-{i}",
+            gid=QUERY_LABEL_GID,
         )
         ax.text(
             i,
@@ -425,7 +441,7 @@ def _draw_heatmap(ax, state, spec, style):
             rotation=35,
             rotation_mode="anchor",
             fontsize=spec["tick"],
-            gid=f"sc-key-{i}",
+            gid=KEY_LABEL_GID,
         )
     _place_token_labels(ax, state)
     ax.set_xlabel("key")
@@ -449,7 +465,7 @@ def draw(fig, state):
     --------
     >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
     >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
-    >>> [t.get_text() for t in heat.texts if t.get_gid().startswith("sc-key")][:6]
+    >>> [t.get_text() for t in plots.artist(heat, KEY_LABEL_GID, count=MAX_LENGTH)][:6]
     ['the', 'black', 'cat', 'sleeps', 'on', '']
     """
     style = plots.figure_style(fig)
@@ -480,6 +496,7 @@ def refresh(fig, state):
     return [
         *_refresh_shapes(shapes, state),
         *plots.update_attention_heatmap(heat, weights, mask),
+        plots.artist(heat, FRAME_GID),  # blitting draws in list order: the outline on top
         heat.title,
         *_place_token_labels(heat, state),
     ]
@@ -534,11 +551,20 @@ def readout(values, state):
     )
 
 
-def _update_from_controls(T_q, T_k, d_k, d_v, mode, causal):
-    # In self mode the keys are the query tokens, so T_k is T_q whatever its slider says,
-    # and a causal mask makes sense only there.
-    self_mode = mode == "self"
-    return update(T_q, T_q if self_mode else T_k, d_k, d_v, mode, bool(causal) and self_mode)
+def _agree(controls):
+    """Make the controls a valid :func:`update` call: T_k = T_q in self mode, causal only there.
+
+    In self mode the keys are the query tokens, so the T_k slider shows T_q and is
+    disabled; in cross mode every decoder position may read the whole encoder
+    sentence, so the causal box is off and disabled.
+    """
+    self_mode = controls["mode"].value == "self"
+    controls["T_k"].disabled = self_mode
+    controls["causal"].disabled = not self_mode
+    if self_mode:
+        controls["T_k"].value = controls["T_q"].value
+    elif controls["causal"].value:
+        controls["causal"].value = False
 
 
 def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, *, style="default"):
@@ -590,40 +616,19 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
         ),
     }
 
-    def follow(_change=None):
-        # Runs before the shell's own observers (registered first), so the controls
-        # already agree when the shell redraws, and update(**explorer.values) is valid
-        # (the widget benchmark calls it that way): T_k = T_q in self mode, no causal
-        # mask in cross mode.
-        self_mode = controls["mode"].value == "self"
-        controls["T_k"].disabled = self_mode
-        controls["causal"].disabled = not self_mode
-        if self_mode:
-            controls["T_k"].value = controls["T_q"].value
-        elif controls["causal"].value:
-            controls["causal"].value = False
-
-    follow()
-    controls["T_q"].observe(follow, names="value")
-    controls["mode"].observe(follow, names="value")
-    explorer = Explorer(
-        "self/cross",
-        controls,
-        _update_from_controls,
-        draw,
-        table,
-        readout,
-        refresh=refresh,
-        figsize=FIGSIZE,
-        style=style,
-    )
-    return explorer
+    _agree(controls)  # the starting values, before the first update
+    follow = {key: lambda _change: _agree(controls) for key in ("T_q", "T_k", "mode", "causal")}
+    return EXPLORER.explorer(controls, follow=follow, style=style)
 
 
 EXPLORER = ExplorerSpec(
     name="self_cross",
+    title="self/cross",
     factory=self_cross_explorer,
     update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=FIGSIZE,
 )

@@ -17,9 +17,10 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention_forward, attention_scores
-from ._shell import Explorer, ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table
 
 __all__ = [
+    "EXPLORER",
     "SoftLookupState",
     "draw",
     "example_cards",
@@ -292,24 +293,17 @@ def soft_lookup_explorer(angle=30.0, length=1.5, *, style="default"):
             readout_format=".1f",
         ),
     }
-    return Explorer(
-        "soft lookup",
-        controls,
-        update,
-        draw,
-        table,
-        readout,
-        refresh=refresh,
-        figsize=FIGSIZE,
-        style=style,
-    )
+    return EXPLORER.explorer(controls, style=style)
 
 
 EXPLORER = ExplorerSpec(
     name="soft_lookup",
+    title="soft lookup",
     factory=soft_lookup_explorer,
     update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=FIGSIZE,
-    changes=tuple({"angle": float(a)} for a in range(-180, 180, 15)),
 )

@@ -16,18 +16,20 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import ipywidgets as widgets
 import numpy as np
 
-from ..attention import masked_softmax
-from ..variance import random_scores, softmax_entropy, softmax_jacobian_norm
+from .. import plots
+from ..variance import saturation_rows
 from ._layout import margins
-from ._shell import Explorer, ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table
 
 __all__ = [
     "D_K_CHOICES",
     "EXPLORER",
     "SqrtDkState",
     "draw",
+    "readout",
     "refresh",
     "sqrt_dk_explorer",
     "table",
@@ -88,31 +90,28 @@ def update(d_k, scaled=True, *, n_queries=N_QUERIES, n_keys=N_KEYS, row=0, seed=
     >>> bool(sharp.max_weight > 0.9 > 0.2 > flat.max_weight)
     True
     """
-    scores = random_scores(d_k, n_queries, n_keys, scaled=scaled, seed=seed)
-    if not 0 <= row < scores.shape[0]:
+    rows = saturation_rows(d_k, scaled=scaled, n_queries=n_queries, n_keys=n_keys, seed=seed)
+    if not 0 <= row < rows.scores.shape[0]:
         raise ValueError(
-            f"row must lie between 0 and n_queries - 1 = {scores.shape[0] - 1}; got {row}."
+            f"row must lie between 0 and n_queries - 1 = {rows.scores.shape[0] - 1}; got {row}."
         )
-    weights = masked_softmax(scores)
-    entropy = softmax_entropy(weights)
-    jacobian = softmax_jacobian_norm(weights)
-    row_weights = weights[row]
+    average = rows.averaged()
     return SqrtDkState(
-        d_k=int(d_k),
-        scaled=bool(scaled),
-        scores=scores,
+        d_k=average.d_k,
+        scaled=average.scaled,
+        scores=rows.scores,
         row=int(row),
-        row_weights=row_weights,
-        score_mean=float(scores.mean()),
-        score_std=float(scores.std()),
-        score_var=float(scores.var()),
-        row_entropy=float(entropy[row]),
-        row_max_weight=float(row_weights.max()),
-        row_jacobian_norm=float(jacobian[row]),
-        entropy=float(entropy.mean()),
-        max_weight=float(weights.max(axis=-1).mean()),
-        jacobian_norm=float(jacobian.mean()),
-        uniform_entropy=float(np.log(scores.shape[-1])),
+        row_weights=rows.weights[row],
+        score_mean=average.score_mean,
+        score_std=float(np.sqrt(average.score_var)),
+        score_var=average.score_var,
+        row_entropy=float(rows.entropy[row]),
+        row_max_weight=float(rows.max_weight[row]),
+        row_jacobian_norm=float(rows.jacobian_norm[row]),
+        entropy=average.entropy,
+        max_weight=average.max_weight,
+        jacobian_norm=average.jacobian_norm,
+        uniform_entropy=float(np.log(rows.scores.shape[-1])),
     )
 
 
@@ -130,6 +129,13 @@ def _mode(scaled):
 #: unscaled (std 64) and fixed, so the axes never change and only the bars move.
 MAGNITUDE_BINS = np.logspace(-3.0, 3.0, 61)
 _HIST_PEAK = 0.16  # on log bins |N(0, s^2)| puts at most ~11 % of the scores in one bin
+
+# Tags of the artists refresh moves (found again with plots.artist).
+MAGNITUDE_BAR_GID = "sqrt-dk-magnitude-bar"
+SCORE_STD_GID = "sqrt-dk-score-std"
+NORMAL_REFERENCE_GID = "sqrt-dk-normal-reference"
+ROW_WEIGHTS_GID = "sqrt-dk-row-weights"
+UNIFORM_GID = "sqrt-dk-uniform"
 
 
 def _magnitude_counts(scores):
@@ -159,12 +165,6 @@ def _row_segments(weights):
     return [((i, 0.0), (i, w)) for i, w in enumerate(weights)]
 
 
-def _row_colors(weights):
-    import matplotlib as mpl
-
-    return mpl.colormaps["viridis"](0.15 + 0.7 * np.clip(weights, 0.0, 1.0))
-
-
 def _row_bars(ax, weights):
     """The weights of one query over all its keys as thin bars (too many keys to label each).
 
@@ -176,17 +176,17 @@ def _row_bars(ax, weights):
         np.arange(n),
         0.0,
         weights,
-        colors=_row_colors(weights),
+        colors=plots.weight_colors(weights),
         linewidth=max(1.0, 240.0 / n),
-        gid="row-weights",
+        gid=ROW_WEIGHTS_GID,
     )
     ax.axhline(
         1.0 / n,
-        color="#555555",
+        color=plots.COLORS["reference"],
         linestyle="--",
         linewidth=1.0,
         label=f"uniform 1/{n}",
-        gid="uniform",
+        gid=UNIFORM_GID,
     )
     ax.set_xlim(-1, n)
     ax.set_ylim(0.0, 1.05)
@@ -213,8 +213,6 @@ def draw(fig, state):
     >>> hist_ax.get_xscale(), hist_ax.get_xlabel(), row_ax.get_ylabel()
     ('log', '|score| (log scale)', 'weight')
     """
-    from .. import plots
-
     # Fixed margins instead of constrained layout: the layout pass would cost more than the
     # whole rest of a redraw, and these two panels do not change size.
     fig.set_layout_engine("none")
@@ -237,21 +235,21 @@ def draw(fig, state):
         xlabel="|score| (log scale)",
     )
     for bar in bars:
-        bar.set_gid("magnitude-bar")
+        bar.set_gid(MAGNITUDE_BAR_GID)
     hist_ax.set_xscale("log")
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
     hist_ax.stairs(
         _normal_reference_counts(n),
         MAGNITUDE_BINS,
-        color="#D55E00",
+        color=plots.COLORS["prediction"],
         linestyle="--",
         linewidth=1.5,
         label="|N(0, 1)|: the scaled target",
-        gid="normal-reference",
+        gid=NORMAL_REFERENCE_GID,
     )
     hist_ax.axvline(
-        state.score_std, color="black", linewidth=1.2, gid="score-std", label="score std"
+        state.score_std, color="black", linewidth=1.2, gid=SCORE_STD_GID, label="score std"
     )
     hist_ax.legend(loc="upper left")
     _row_bars(row_ax, state.row_weights)
@@ -264,8 +262,9 @@ def refresh(fig, state):
 
     Returns the moving artists (histogram bars, std line, bars of the row,
     both titles), the same ones every time, so the shell can blit them. The
-    reference outline and the uniform line come back too, after the bars:
-    blitting draws in list order, and they must stay on top as in a fresh drawing.
+    reference outline, the uniform line, the spines they cross and the legends
+    come back too, after the bars: blitting draws in list order, and they must
+    stay on top as in a fresh drawing.
 
     Examples
     --------
@@ -278,20 +277,33 @@ def refresh(fig, state):
     'd_k = 4096, unscaled\\nscore std 62.98'
     """
     hist_ax, row_ax = fig.axes[:2]
-    bars = [p for p in hist_ax.patches if p.get_gid() == "magnitude-bar"]
-    for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
+    counts = _magnitude_counts(state.scores)
+    bars = plots.artist(hist_ax, MAGNITUDE_BAR_GID, count=counts.size)
+    for bar, count in zip(bars, counts, strict=True):
         bar.set_height(count)
-    (std_line,) = [a for a in hist_ax.lines if a.get_gid() == "score-std"]
+    std_line = plots.artist(hist_ax, SCORE_STD_GID)
     std_line.set_xdata([state.score_std, state.score_std])
-    (row_bars,) = [c for c in row_ax.collections if c.get_gid() == "row-weights"]
+    row_bars = plots.artist(row_ax, ROW_WEIGHTS_GID)
     row_bars.set_segments(_row_segments(state.row_weights))
-    row_bars.set_color(_row_colors(state.row_weights))
+    row_bars.set_color(plots.weight_colors(state.row_weights))
     hist_title, row_title = _titles(state)
     hist_ax.title.set_text(hist_title)
     row_ax.title.set_text(row_title)
-    (reference,) = [a for a in hist_ax.patches if a.get_gid() == "normal-reference"]
-    (uniform,) = [a for a in row_ax.lines if a.get_gid() == "uniform"]
-    return [*bars, reference, std_line, row_bars, uniform, hist_ax.title, row_ax.title]
+    reference = plots.artist(hist_ax, NORMAL_REFERENCE_GID)
+    uniform = plots.artist(row_ax, UNIFORM_GID)
+    spines = [ax.spines[side] for ax in (hist_ax, row_ax) for side in ("left", "bottom")]
+    legends = [hist_ax.get_legend(), row_ax.get_legend()]
+    return [
+        *bars,
+        reference,
+        std_line,
+        row_bars,
+        uniform,
+        *spines,
+        *legends,
+        hist_ax.title,
+        row_ax.title,
+    ]
 
 
 def table(state):
@@ -320,7 +332,15 @@ def table(state):
     )
 
 
-def _readout(values, state):
+def readout(values, state):
+    """One line: ``d_k``, the scale, the score spread and how saturated the shown row is.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.sqrt_dk import readout, update
+    >>> readout({}, update(4096, scaled=False)).split(" · ")[0]
+    '<b>d_k = 4096</b>, unscaled'
+    """
     return (
         f"<b>d_k = {state.d_k}</b>, {_mode(state.scaled)} · score std {state.score_std:.2f} · "
         f"query {state.row}: max weight <b>{state.row_max_weight:.2f}</b>, entropy "
@@ -352,8 +372,6 @@ def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
     >>> explorer.set(d_k=4096, scaled=True).score_std < 1.2
     True
     """
-    import ipywidgets as widgets
-
     if d_k not in D_K_CHOICES:
         raise ValueError(f"d_k must be one of {D_K_CHOICES} (powers of two); got {d_k!r}.")
     controls = {
@@ -367,30 +385,18 @@ def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
         ),
         "scaled": widgets.Checkbox(value=bool(scaled), description="divide by √d_k", indent=False),
     }
-    figsize = BOARD_FIGSIZE if style == "board" else FIGSIZE
-    return Explorer(
-        "sqrt(d_k)",
-        controls,
-        update,
-        draw,
-        table,
-        _readout,
-        refresh=refresh,
-        figsize=figsize,
-        style=style,
-    )
+    return EXPLORER.explorer(controls, style=style)
 
 
 EXPLORER = ExplorerSpec(
     name="sqrt_dk",
+    title="sqrt(d_k)",
     factory=sqrt_dk_explorer,
     update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=FIGSIZE,
-    changes=(
-        *({"d_k": d} for d in D_K_CHOICES),
-        {"scaled": True},
-        *({"d_k": d} for d in reversed(D_K_CHOICES)),
-        {"scaled": False},
-    ),
+    board_figsize=BOARD_FIGSIZE,
 )

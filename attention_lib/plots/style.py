@@ -1,0 +1,388 @@
+"""The series' look, in one place: colours, the two styles, figures, and finding artists again.
+
+Two styles exist:
+
+* ``"default"`` - notebook figures: readable fonts, labelled axes, the
+  colour-blind-safe ``viridis`` colormap for weights and ``cividis`` for
+  signed or unbounded values;
+* ``"board"`` - the same figures for a projector: large fonts, thick lines.
+
+A style is never switched on globally. Either create the figure with
+``new_figure(style="board")`` (the helpers then pick the style up from the
+figure), pass ``style="board"`` to a helper, or wrap a cell in
+``with board_style(): ...``. Fonts, line widths and tick sizes are set on the
+artists themselves, so a figure keeps its style however late it is rendered.
+
+Every figure builder tags the artists that its in-place updater moves with a
+gid (a constant next to the builder) and the updater finds them again with
+:func:`artist`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.figure import Figure
+
+__all__ = [
+    "COLORS",
+    "DIVERGING_CMAP",
+    "MASKED_COLOR",
+    "STYLES",
+    "artist",
+    "board_style",
+    "figure_style",
+    "format_weight",
+    "new_figure",
+    "series_style",
+]
+
+#: Colour of masked (blocked) cells: grey with a hatch, never a colormap colour,
+#: so a blocked key cannot be confused with a key that received weight 0.
+MASKED_COLOR = "#bdbdbd"
+
+#: One colour per role, from the Okabe-Ito palette (distinguishable with every
+#: common colour-vision deficiency). Explorers that draw their own curves use
+#: these too, so a query is the same colour in every figure of the series.
+COLORS = {
+    "query": "#D55E00",  # vermillion
+    "key": "#0072B2",  # blue
+    "value": "#009E73",  # bluish green
+    "output": "#CC79A7",  # reddish purple
+    "reference": "#555555",  # dark grey: y = d_k lines, markers
+    # What a theory or the gradient predicts, next to what was measured: vermillion like
+    # the query, which never shares a figure with a prediction.
+    "prediction": "#D55E00",
+    "neutral": "#999999",  # light grey: a shape with no role of its own
+    "guide": "#cccccc",  # faint grey: frames and outlines behind the data
+    "zero": "#dddddd",  # fainter grey: the lines x = 0 and y = 0 under the data
+}
+#: Diverging map for signed quantities (gradients): ColorBrewer's purple-orange,
+#: readable with the common colour-vision deficiencies, white at 0 so that a
+#: zero never looks like the grey hatch of a masked cell.
+DIVERGING_CMAP = "PuOr_r"
+
+_BASE_RC = {
+    "image.cmap": "viridis",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titleweight": "bold",
+    "axes.prop_cycle": mpl.cycler(
+        color=["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+    ),
+    "legend.frameon": False,
+    "hatch.color": "#6e6e6e",
+    "figure.constrained_layout.use": True,
+}
+
+#: Sizes per style. ``rc`` goes into :func:`matplotlib.rc_context`; the other
+#: numbers are applied to the artists directly by the helpers.
+STYLES = {
+    "default": {
+        "rc": {
+            **_BASE_RC,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "xtick.labelsize": 10,
+            "ytick.labelsize": 10,
+            "legend.fontsize": 10,
+            "lines.linewidth": 1.8,
+            "lines.markersize": 6,
+            "axes.linewidth": 0.8,
+        },
+        "title": 12,
+        "label": 11,
+        "tick": 10,
+        "annotation": 9,
+        "line": 1.8,
+        "marker": 6,
+        "hatch_width": 1.0,
+        "figsize": (6.4, 4.0),
+    },
+    "board": {
+        "rc": {
+            **_BASE_RC,
+            "font.size": 20,
+            "axes.titlesize": 24,
+            "axes.labelsize": 22,
+            "xtick.labelsize": 18,
+            "ytick.labelsize": 18,
+            "legend.fontsize": 18,
+            "lines.linewidth": 4.0,
+            "lines.markersize": 12,
+            "axes.linewidth": 2.0,
+        },
+        "title": 24,
+        "label": 22,
+        "tick": 18,
+        "annotation": 18,
+        "line": 4.0,
+        "marker": 12,
+        "hatch_width": 2.0,
+        "figsize": (12.0, 7.0),
+    },
+}
+
+_STYLE_ATTRIBUTE = "_attention_lib_style"
+
+
+def _check_style(style):
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {sorted(STYLES)}; got {style!r}.")
+    return style
+
+
+@contextlib.contextmanager
+def series_style(style="default"):
+    """Context manager: matplotlib defaults of the series' ``style`` inside the block.
+
+    Uses :func:`matplotlib.rc_context`, so nothing leaks out of the block.
+
+    Examples
+    --------
+    >>> import matplotlib as mpl
+    >>> before = mpl.rcParams["font.size"]
+    >>> with series_style("board"):
+    ...     mpl.rcParams["font.size"]
+    20.0
+    >>> mpl.rcParams["font.size"] == before
+    True
+    """
+    _check_style(style)
+    with mpl.rc_context(STYLES[style]["rc"]):
+        yield STYLES[style]
+
+
+def board_style():
+    """Context manager for projector figures: large fonts and thick lines.
+
+    Same as ``series_style("board")``; every helper called inside it and every
+    figure created inside it with :func:`new_figure` uses the board sizes.
+
+    Examples
+    --------
+    >>> with board_style():
+    ...     fig, ax = new_figure()
+    >>> figure_style(fig)
+    'board'
+    """
+    return series_style("board")
+
+
+def _active_style():
+    """The style whose font size the current rcParams carry (inside a style block)."""
+    size = mpl.rcParams["axes.titlesize"]
+    for name, spec in STYLES.items():
+        if (
+            size == spec["rc"]["axes.titlesize"]
+            and mpl.rcParams["font.size"] == (spec["rc"]["font.size"])
+        ):
+            return name
+    return "default"
+
+
+def figure_style(fig_or_ax, style=None):
+    """Which style a helper should use for ``fig_or_ax``.
+
+    An explicit ``style`` wins; otherwise the style the figure was created
+    with by :func:`new_figure`; otherwise the style of the enclosing
+    :func:`board_style` / :func:`series_style` block; otherwise ``"default"``.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(style="board")
+    >>> figure_style(ax), figure_style(ax, "default")
+    ('board', 'default')
+    """
+    if style is not None:
+        return _check_style(style)
+    fig = getattr(fig_or_ax, "figure", None) if fig_or_ax is not None else None
+    fig = fig if fig is not None else fig_or_ax
+    # Subfigures report their parent via .figure; the root figure points to itself.
+    root = getattr(fig, "get_figure", lambda **_: fig)(root=True) if fig is not None else None
+    stored = getattr(root, _STYLE_ATTRIBUTE, None)
+    return stored if stored is not None else _active_style()
+
+
+def new_figure(
+    nrows=1,
+    ncols=1,
+    *,
+    figsize=None,
+    style=None,
+    pyplot=True,
+    dpi=None,
+    squeeze=True,
+    **subplot_kw,
+):
+    """Create a figure and its axes in the series style.
+
+    Parameters
+    ----------
+    nrows, ncols : int
+        Grid of axes, as in :func:`matplotlib.pyplot.subplots`. ``nrows=0``
+        creates no axes and returns ``(fig, None)``: for code that lays out its
+        own axes (the explorers' ``draw(fig, state)``).
+    figsize : (float, float), optional
+        Inches; defaults to the style's size scaled by the grid.
+    style : {"default", "board"}, optional
+        Defaults to the enclosing :func:`board_style` block, else ``"default"``.
+        The figure remembers it, so helpers drawing into it use it too.
+    pyplot : bool, default True
+        True: a pyplot-managed figure, for static notebook cells ending in
+        ``plt.show()``. False: a bare :class:`matplotlib.figure.Figure` with an
+        Agg canvas that pyplot never sees (no display, no memory held by
+        pyplot): what the interactive explorers reuse.
+    dpi : float, optional
+        Resolution; defaults to matplotlib's.
+    squeeze : bool, default True
+        As in :func:`matplotlib.pyplot.subplots`.
+    **subplot_kw
+        Passed on to :meth:`matplotlib.figure.Figure.subplots` (``sharex``, ...).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : matplotlib.axes.Axes or numpy.ndarray of them
+
+    Examples
+    --------
+    >>> fig, axes = new_figure(1, 2, pyplot=False)
+    >>> axes.shape, figure_style(fig)
+    ((2,), 'default')
+    >>> fig, axes = new_figure(0, figsize=(4, 3), style="board", pyplot=False)
+    >>> axes is None, figure_style(fig), fig.get_size_inches().tolist()
+    (True, 'board', [4.0, 3.0])
+    """
+    style = figure_style(None, style)
+    spec = STYLES[style]
+    if figsize is None:
+        width, height = spec["figsize"]
+        figsize = (width * min(ncols, 2) ** 0.75, height * min(max(nrows, 1), 2) ** 0.75)
+    with series_style(style):
+        if pyplot:
+            import matplotlib.pyplot as plt
+
+            fig = plt.figure(figsize=figsize, dpi=dpi)
+        else:
+            fig = Figure(figsize=figsize, dpi=dpi)
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+            FigureCanvasAgg(fig)
+        setattr(fig, _STYLE_ATTRIBUTE, style)
+        if nrows == 0:
+            return fig, None
+        axes = fig.subplots(nrows, ncols, squeeze=squeeze, **subplot_kw)
+        for ax in np.ravel(axes):
+            _style_axes(ax, style)
+    return fig, axes
+
+
+def _style_axes(ax, style):
+    """Put the style's sizes on ``ax`` itself (survives rendering outside rc_context)."""
+    spec = STYLES[style]
+    ax.tick_params(labelsize=spec["tick"], width=spec["rc"]["axes.linewidth"])
+    ax.xaxis.label.set_fontsize(spec["label"])
+    ax.yaxis.label.set_fontsize(spec["label"])
+    ax.title.set_fontsize(spec["title"])
+    ax.title.set_fontweight("bold")
+    for spine in ax.spines.values():
+        spine.set_linewidth(spec["rc"]["axes.linewidth"])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def _get_ax(ax, style):
+    """``ax`` if given, else a fresh pyplot axes in ``style``."""
+    if ax is None:
+        _, ax = new_figure(style=style)
+    return ax
+
+
+def _labels(labels, n, name):
+    if labels is None:
+        return None
+    labels = [str(label) for label in labels]
+    if len(labels) != n:
+        raise ValueError(f"{name} must have {n} entries (one per row/column); got {len(labels)}.")
+    return labels
+
+
+def format_weight(weight, decimals=2):
+    """A weight rounded for display, never showing a positive weight as zero.
+
+    Softmax gives every readable key a positive weight; rounding 0.0004 to
+    "0.00" would contradict that on screen, so it reads "<0.01" instead.
+
+    Examples
+    --------
+    >>> format_weight(0.25), format_weight(0.0004), format_weight(0.0)
+    ('0.25', '<0.01', '0.00')
+    """
+    weight = float(weight)
+    text = f"{weight:.{decimals}f}"
+    if 0.0 < weight < 0.5 * 10.0**-decimals:
+        return f"<{10.0**-decimals:.{decimals}f}"
+    return text
+
+
+def _style_labels(ax, spec):
+    ax.xaxis.label.set_fontsize(spec["label"])
+    ax.yaxis.label.set_fontsize(spec["label"])
+    ax.title.set_fontsize(spec["title"])
+    ax.title.set_fontweight("bold")
+
+
+def artist(ax, gid, *, count=None):
+    """The artist(s) on ``ax`` that a figure builder tagged with ``gid``.
+
+    In-place updaters find what their builder drew this way: the builder
+    passes ``gid=`` (a constant defined next to it) and the updater asks for
+    it here, so a renamed or missing tag fails loudly instead of moving nothing.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    gid : str
+    count : int or tuple of int, optional
+        None (default): exactly one artist carries ``gid``; return it.
+        An int: exactly that many do; a tuple: one of those numbers do (for
+        optional parts, such as a heatmap's numbers: ``(0, cells)``). Then
+        return a list, in the order the artists were drawn.
+
+    Returns
+    -------
+    matplotlib.artist.Artist or list of them
+
+    Raises
+    ------
+    LookupError
+        When the number of tagged artists differs from the one expected.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> line, = ax.plot([0, 1], [0, 1], gid="diagonal")
+    >>> artist(ax, "diagonal") is line
+    True
+    >>> texts = [ax.text(i, 0, str(i), gid="digit") for i in range(3)]
+    >>> artist(ax, "digit", count=3) == texts, artist(ax, "label", count=(0, 3))
+    (True, [])
+    >>> artist(ax, "missing")
+    Traceback (most recent call last):
+    ...
+    LookupError: expected 1 artist tagged 'missing' on these axes; found 0. Draw the figure with the builder that tags it before updating it.
+    """  # noqa: E501
+    found = [child for child in ax.get_children() if child.get_gid() == gid]
+    allowed = (1,) if count is None else (count,) if isinstance(count, int) else tuple(count)
+    if len(found) not in allowed:
+        expected = " or ".join(map(str, allowed))
+        raise LookupError(
+            f"expected {expected} artist{'s' if allowed != (1,) else ''} tagged {gid!r} on "
+            f"these axes; found {len(found)}. Draw the figure with the builder that tags it "
+            "before updating it."
+        )
+    return found[0] if count is None else found
