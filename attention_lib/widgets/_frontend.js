@@ -191,6 +191,13 @@ function render({ model, el }) {
   message.setAttribute("role", "status");
   message.setAttribute("aria-live", "assertive");
   el.appendChild(message);
+  // The same words over the middle of the stale figure, where the eye is: the
+  // message above can be off screen in a tall explorer (an output area scrolls
+  // on its own, so CSS `sticky` cannot keep it in sight). Hidden from screen
+  // readers, which already heard the message.
+  const note = document.createElement("div");
+  note.className = "attn-stale-note";
+  note.setAttribute("aria-hidden", "true");
   const kernel = kernelOf(model);
 
   let root = null; // the explorer around us, once the page has put us in it
@@ -214,6 +221,14 @@ function render({ model, el }) {
       undoSwitchOff();
       undoSwitchOff = null;
       root.classList.remove("attn-kernel-gone");
+    }
+    const figure = state === "gone" && root.querySelector(".attn-figure");
+    if (figure) {
+      note.textContent = text;
+      note.style.top = `${figure.offsetTop + figure.offsetHeight / 2}px`;
+      if (!note.isConnected) root.appendChild(note);
+    } else {
+      note.remove();
     }
   }
 
@@ -242,7 +257,8 @@ function render({ model, el }) {
   function onMessage(content) {
     if (content?.type !== "pong" || !(content.n > notBefore)) return;
     answered = Math.max(answered, content.n);
-    if (answered >= sent) oldestUnanswered = null;
+    // The kernel has just answered: the clock for any later ping restarts now.
+    oldestUnanswered = answered >= sent ? null : Date.now();
     fate = null; // the kernel that holds our comm answers: whatever happened, it is back
     check();
   }
