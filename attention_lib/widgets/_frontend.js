@@ -6,8 +6,9 @@
 //
 // 1. Honest state. A restarted, stopped or unreachable kernel runs no Python, so
 //    the explorer cannot say so itself. Two independent signals, either enough:
-//    - a heartbeat over this widget's own comm: a "ping" every PING_MS that the
-//      Python side answers with a "pong". A restarted kernel has never heard of
+//    - a heartbeat over this widget's own comm: a "ping" every few seconds, and
+//      at once when someone touches the explorer, that the Python side answers
+//      with a "pong". A restarted kernel has never heard of
 //      the comm and never answers; a stopped or unreachable one cannot. This
 //      needs nothing but the widget protocol, so it works in JupyterLab, Voila
 //      and any other front end that runs ipywidgets.
@@ -25,29 +26,33 @@
 // 3. Presenter keys. A clicker sends PageDown / PageUp (some send ArrowRight /
 //    ArrowLeft); they press the explorer's `.attn-next` / `.attn-back` button.
 
-const PING_MS = 3000; // how often the heartbeat asks
+// How often the heartbeat asks. Each ping makes the kernel flash "Busy" for a
+// few milliseconds in JupyterLab's status bar, so where the kernel's status is
+// known (and restarts, shutdowns and lost connections arrive as events) a slow
+// beat is enough; touching an explorer pings at once in any case.
+const PING_MS = 3000; // no kernel status to go by: the heartbeat is all we have
+const HOOKED_PING_MS = 15000; // the kernel's status is known
 const ANSWER_MS = 4000; // an unanswered ping older than this: the kernel is not answering
 const NEXT_KEYS = new Set(["PageDown", "ArrowRight"]);
 const BACK_KEYS = new Set(["PageUp", "ArrowLeft"]);
 
+// Plain words; "this cell" is JupyterLab's, "reload the page" a board page's (Voila).
+const AGAIN = "run this cell again (on a board page: reload the page)";
 const MESSAGES = {
   restarted:
-    "The kernel was restarted, so this explorer has no Python behind it any more. " +
-    "Its controls are switched off and the figure shows the last state it drew. " +
-    "Run this cell again (or Run All) for a working explorer.",
+    "The kernel was restarted, so this explorer has lost its Python side: its controls " +
+    `are switched off and the figure is the last one it drew. To use it, ${AGAIN}.`,
   stopped:
-    "The kernel has stopped, so this explorer has no Python behind it any more. " +
-    "Its controls are switched off and the figure shows the last state it drew. " +
-    "Start a kernel and run this cell again for a working explorer.",
+    "The kernel has stopped, so this explorer has lost its Python side: its controls " +
+    `are switched off and the figure is the last one it drew. Start a kernel and ${AGAIN}.`,
   disconnected:
-    "The connection to the kernel is lost. The controls are switched off and the " +
-    "figure shows the last state it drew; they come back on if the connection returns.",
+    "The connection to the kernel is lost: the controls are switched off and the figure " +
+    "is the last one drawn. They come back on when the connection returns.",
   silent:
-    "The kernel is not answering (it may have stopped, or the server is out of reach). " +
-    "The controls are switched off and the figure shows the last state it drew; they " +
-    "come back on if the kernel answers again. Otherwise run this cell again.",
-  busy:
-    "The kernel is busy running another cell; this explorer catches up when it finishes.",
+    "The kernel is not answering (stopped, or the server is out of reach): the controls " +
+    "are switched off and the figure is the last one drawn. They come back on if it " +
+    `answers; otherwise ${AGAIN}.`,
+  busy: "The kernel is busy running another cell; this explorer catches up when it finishes.",
 };
 
 // ---------------------------------------------------------------------------
@@ -149,9 +154,11 @@ function onPresenterKey(event, roots) {
   if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
   const focus = document.activeElement;
   if (typingTarget(focus)) return;
-  const live = [...roots].filter((r) => r.isConnected && r.dataset.attnKernel !== "gone");
-  // Focus inside an explorer picks it. With nothing focused (a Voila board
-  // page) the most visible one takes the keys. Focus elsewhere (a notebook
+  const live = [...roots].filter(
+    (r) => r.isConnected && r.dataset.attnKernel !== "gone" && r.querySelector(".attn-next, .attn-back"),
+  );
+  // Only explorers with Next / Back take part. Focus inside one picks it.
+  // With nothing focused (a Voila board page) the most visible one takes the keys. Focus elsewhere (a notebook
   // cell in JupyterLab) leaves the keys alone: PageDown still scrolls there.
   let root = live.find((r) => r.contains(focus));
   if (!root && (!focus || focus === document.body)) {
@@ -232,9 +239,15 @@ function render({ model, el }) {
     }
   }
 
+  let answerTimer = null;
   function ping() {
     sent += 1;
-    if (oldestUnanswered === null) oldestUnanswered = Date.now();
+    if (oldestUnanswered === null) {
+      oldestUnanswered = Date.now();
+      // Judge this ping as soon as it is late, not at the next beat.
+      clearTimeout(answerTimer);
+      answerTimer = setTimeout(check, ANSWER_MS + 50);
+    }
     try {
       model.send({ type: "ping", n: sent });
     } catch {
@@ -279,19 +292,19 @@ function render({ model, el }) {
   kernel?.statusChanged.connect(onStatus);
   kernel?.connectionStatusChanged.connect(onConnection);
   model.on("msg:custom", onMessage);
-  const timer = setInterval(() => {
-    ping();
-    check();
-  }, PING_MS);
+  const timer = setInterval(
+    () => {
+      ping();
+      check();
+    },
+    kernel ? HOOKED_PING_MS : PING_MS,
+  );
   ping();
 
   // A control touched on a stale explorer: ask now, so the answer (or its
   // absence) is known about when the student expects the figure to change.
-  let pokeTimer = null;
   const poke = () => {
     if (oldestUnanswered === null) ping();
-    clearTimeout(pokeTimer);
-    pokeTimer = setTimeout(check, ANSWER_MS + 50);
   };
   const observer = new MutationObserver(() => annotate(root));
   const presenterRoots = presenterRegistry();
@@ -324,7 +337,7 @@ function render({ model, el }) {
 
   return () => {
     clearInterval(timer);
-    clearTimeout(pokeTimer);
+    clearTimeout(answerTimer);
     clearTimeout(waitTimer);
     observer.disconnect();
     model.off("msg:custom", onMessage);
