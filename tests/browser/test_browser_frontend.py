@@ -129,6 +129,9 @@ def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screensh
                  .every(r => r.dataset.attnKernel === 'live')"""
     )
     assert_accessible(explorers(page), "after Run All")
+    main.root.scroll_into_view_if_needed()
+    screenshot_path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(screenshot_path.with_name(f"{screenshot_path.stem}_live.png")))
 
     # One change by keyboard: the announced value follows the readout.
     handle = main.main.locator(".noUi-handle").first
@@ -172,7 +175,6 @@ def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screensh
         f"no kernel message in sight ({box}) when the figure is"
     )
     assert note.inner_text() == found[0]["message"]
-    screenshot_path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot_path))
 
 
