@@ -289,8 +289,15 @@ function render({ model, el }) {
     check();
   }
 
+  function onDisposed() {
+    // JupyterLab's "Shut Down Kernel" (and a kernel change) drops the connection
+    // object without a "dead" status: our comm lived in that kernel, so it is over.
+    onStatus(kernel, "dead");
+  }
+
   kernel?.statusChanged.connect(onStatus);
   kernel?.connectionStatusChanged.connect(onConnection);
+  kernel?.disposed?.connect(onDisposed);
   model.on("msg:custom", onMessage);
   const timer = setInterval(
     () => {
@@ -343,6 +350,7 @@ function render({ model, el }) {
     model.off("msg:custom", onMessage);
     kernel?.statusChanged.disconnect(onStatus);
     kernel?.connectionStatusChanged.disconnect(onConnection);
+    kernel?.disposed?.disconnect(onDisposed);
     if (root) {
       presenterRoots.delete(root);
       root.removeEventListener("pointerdown", poke, true);
