@@ -260,7 +260,10 @@ function render({ model, el }) {
     const waited = oldestUnanswered === null ? 0 : Date.now() - oldestUnanswered;
     if (waited < ANSWER_MS) return show("live", "");
     if (kernel?.status === "busy" && kernel.connectionStatus === "connected") {
-      // Our ping waits in the queue behind a running cell: late, not gone.
+      // Our ping waits in the queue behind a running cell: late, not gone. (A
+      // kernel that queues comm messages behind cells, such as ipykernel 6;
+      // ipykernel 7 with ipywidgets 8.1.9 answers widget messages while a cell
+      // runs, so there this never shows.)
       return show("live", MESSAGES.busy);
     }
     const lost = kernel?.connectionStatus === "disconnected";

@@ -311,43 +311,6 @@ def test_silent_kernel_switches_explorers_off_and_back_on(lab, screenshot_path):
 
 
 @pytest.mark.timeout(150)
-def test_busy_kernel_is_late_not_gone(lab):
-    """A kernel busy running a cell answers late: the explorer says so and stays on."""
-    page = lab.page
-    _open_fixture(lab)
-    shell = page.locator(".jp-NotebookPanel .attn-explorer:not(.presenter-board)")
-    readout = shell.locator(".attn-readout")
-    # Run a slow line in the last cell, as a student would.
-    editor = page.locator(".jp-NotebookPanel .jp-CodeCell").last.locator(".cm-content")
-    editor.click()
-    page.keyboard.press("Control+a")
-    page.keyboard.type("import time; time.sleep(10)")
-    page.keyboard.press("Shift+Enter")
-    page.wait_for_function(
-        "() => /[|] Busy/.test(document.querySelector('.jp-StatusBar-Widget').textContent)"
-    )
-    shell.locator(".noUi-handle").focus()
-    page.keyboard.press("ArrowRight")  # waits in the queue behind the cell
-    page.wait_for_function(
-        "el => /busy/.test(el.querySelector('.attn-kernel-message').textContent)",
-        arg=shell.element_handle(),
-        timeout=SILENT_VERDICT_MS,
-    )
-    found = [e for e in explorers(page) if e["sliders"]]
-    assert found[0]["kernel"] == "live" and found[0]["controlsOn"], found
-    assert not any(s["off"] for s in found[0]["sliders"])
-    # When the cell ends, the queued change is drawn and the note goes.
-    page.wait_for_function(
-        "el => el.textContent.trim() === 'n = 4'", arg=readout.element_handle(), timeout=20_000
-    )
-    page.wait_for_function(
-        "el => el.querySelector('.attn-kernel-message').textContent === ''",
-        arg=shell.element_handle(),
-        timeout=10_000,
-    )
-
-
-@pytest.mark.timeout(150)
 def test_shut_down_kernel_switches_explorers_off(lab):
     page = lab.page
     _open_fixture(lab)
