@@ -8,13 +8,14 @@
 //    the explorer cannot say so itself. Two independent signals, either enough:
 //    - a heartbeat over this widget's own comm: a "ping" every few seconds, and
 //      at once when someone touches the explorer, that the Python side answers
-//      with a "pong". A restarted kernel has never heard of
-//      the comm and never answers; a stopped or unreachable one cannot. This
-//      needs nothing but the widget protocol, so it works in JupyterLab, Voila
-//      and any other front end that runs ipywidgets.
+//      with a "pong". A restarted kernel has never heard of the comm and never
+//      answers; a stopped or unreachable one cannot. This needs nothing but the
+//      widget protocol, so it works in JupyterLab, Voila and any other front
+//      end that runs ipywidgets.
 //    - the kernel's status, when the widget manager exposes its kernel
 //      (`widget_manager.kernel`, true for JupyterLab's and Voila's managers):
-//      "restarting" or "dead" is known at once instead of a ping timeout later.
+//      "restarting", "dead" or a disposed connection (JupyterLab's Shut Down
+//      Kernel) is known at once instead of a ping timeout later.
 //    When the kernel is gone the explorer shows a plain message, dims the stale
 //    figure and switches every control off (disabled + inert). If pongs come
 //    back (same kernel, connection restored) everything is switched on again;
