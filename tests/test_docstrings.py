@@ -20,8 +20,9 @@ def public_modules():
     for info in pkgutil.walk_packages(attention_lib.__path__, "attention_lib."):
         if not any(part.startswith("_") for part in info.name.split(".")[1:]):
             names.append(info.name)
-    # the shell is private as a module, but its classes and helpers are public API
-    return [*names, "attention_lib.widgets._shell"]
+    # the shell and the front end are private as modules, but their classes and
+    # helpers are public API
+    return [*names, "attention_lib.widgets._shell", "attention_lib.widgets._frontend"]
 
 
 def public_callables():

@@ -62,8 +62,9 @@ def test_layout_and_css_classes():
     assert "attn-readout" in explorer.readout._dom_classes
     assert isinstance(explorer.figure, ipywidgets.Image)
     assert "attn-figure" in explorer.figure._dom_classes
-    # Controls row, readout, figure, collapsible numbers: no Output widget anywhere.
-    row, readout, figure, numbers = explorer.widget.children
+    # Front-end helper, controls row, readout, figure, collapsible numbers: no Output widget.
+    frontend, row, readout, figure, numbers = explorer.widget.children
+    assert frontend is explorer.frontend and "attn-frontend" in frontend._dom_classes
     assert list(row.children) == list(explorer.controls.values())
     assert readout is explorer.readout and figure is explorer.figure
     assert isinstance(numbers, ipywidgets.Accordion) and numbers.selected_index is None

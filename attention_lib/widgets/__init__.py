@@ -45,15 +45,20 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ._frontend import BACK_CLASS, NEXT_CLASS, ExplorerFrontend, presenter_buttons
 from ._shell import LIVE_DPI, Explorer, ExplorerSpec, html_table, render_png
 from .soft_lookup import soft_lookup_explorer
 
 __all__ = [
+    "BACK_CLASS",
     "LIVE_DPI",
+    "NEXT_CLASS",
     "Explorer",
+    "ExplorerFrontend",
     "ExplorerSpec",
     "available_explorers",
     "html_table",
+    "presenter_buttons",
     "render_png",
     "soft_lookup_explorer",
 ]

@@ -32,6 +32,7 @@ import numpy as np
 from PIL import Image as PILImage
 
 from .. import plots
+from ._frontend import ExplorerFrontend
 
 __all__ = ["Explorer", "ExplorerSpec", "html_table", "render_png"]
 
@@ -278,6 +279,10 @@ class Explorer:
     readout, table : ipywidgets.HTML
     figure : ipywidgets.Image
         PNG of the current state (class ``attn-figure``).
+    frontend : ExplorerFrontend
+        The page-side helper, first in ``widget``: says so and switches the
+        controls off when the kernel is gone, gives sliders an
+        ``aria-valuetext``, forwards presenter keys (see ``_frontend.py``).
     state
         The result of the last ``update``.
     first_state
@@ -356,8 +361,12 @@ class Explorer:
         self.table.add_class("attn-table")
         numbers = widgets.Accordion(children=[self.table], titles=("Numbers",))
         numbers.selected_index = None  # collapsed until asked for
+        # The page-side helper (kernel-gone message, aria values, presenter keys):
+        # first, so its message sits above the controls it switches off.
+        self.frontend = ExplorerFrontend()
         self.widget = widgets.VBox(
             [
+                self.frontend,
                 # wrap onto a second line rather than squeeze sliders to a few pixels
                 widgets.HBox(
                     list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
@@ -541,7 +550,14 @@ class Explorer:
 
     def close(self):
         """Close the widgets (frees their comms in a live kernel)."""
-        for child in (self.widget, self.readout, self.figure, self.table, *self.controls.values()):
+        for child in (
+            self.widget,
+            self.frontend,
+            self.readout,
+            self.figure,
+            self.table,
+            *self.controls.values(),
+        ):
             child.close()
 
     def __repr__(self):
