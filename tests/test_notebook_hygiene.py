@@ -304,3 +304,102 @@ def test_readme_map_check_compares_names_and_order():
     assert map_problems(table, both[::-1]) != []
     assert map_problems(table, both[:1]) != []
     assert map_problems(table.replace("live widget", "widget"), both) != []
+
+
+# Relative links: every link in every notebook's markdown and in the README must reach a
+# file, and the anchor after '#', where given, must exist in that file. Nothing is skipped
+# silently: a link either has a web scheme (http, https, mailto: left to the reader) or is
+# resolved here; any other scheme is reported.
+
+WEB_SCHEMES = ("http://", "https://", "mailto:")
+MARKDOWN_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HTML_HREF = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+HTML_ID = re.compile(r"<a\s[^>]*?(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+HEADING_LINE = re.compile(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
+FENCED_CODE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def without_code(markdown: str) -> str:
+    """Markdown with fenced and inline code removed: code is not a link."""
+    return INLINE_CODE.sub("", FENCED_CODE.sub("", markdown))
+
+
+def links_in(markdown: str) -> list[str]:
+    text = without_code(markdown)
+    return MARKDOWN_LINK.findall(text) + HTML_HREF.findall(text)
+
+
+def heading_anchors(heading: str) -> set[str]:
+    """The ids a heading gets: GitHub's slug and JupyterLab's (spaces to '-', case kept)."""
+    text = re.sub(r"<[^>]+>", "", heading)  # inline HTML such as <a id=...></a>
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link shows its text
+    text = text.replace("*", "").replace("`", "").strip()
+    github = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+    jupyterlab = text.replace(" ", "-")
+    return {github, jupyterlab}
+
+
+def anchors_in(markdown: str) -> set[str]:
+    text = without_code(markdown)
+    anchors = set(HTML_ID.findall(text))
+    for heading in HEADING_LINE.findall(text):
+        anchors |= heading_anchors(heading)
+    return anchors
+
+
+def markdown_of(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    return path.read_text(encoding="utf-8")
+
+
+def link_problems(source: Path, markdown: str) -> list[str]:
+    """Every relative link of ``markdown`` (written in ``source``) resolves, anchor included."""
+    problems = []
+    for link in links_in(markdown):
+        if link.startswith(WEB_SCHEMES):
+            continue
+        if HAS_SCHEME.match(link):
+            problems.append(f"{link}: a scheme the checker cannot resolve; use a relative path")
+            continue
+        target, _, anchor = link.partition("#")
+        path = (source.parent / target).resolve() if target else source
+        if target and not path.is_file():
+            problems.append(f"{link}: no file {path}")
+            continue
+        text = markdown_of(path) if target else markdown  # '#anchor' alone: this file
+        if anchor and anchor not in anchors_in(text):
+            problems.append(f"{link}: {path.name} has no anchor or heading '{anchor}'")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "path",
+    [README, *all_notebooks()],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_relative_link_resolves(path):
+    assert link_problems(path, markdown_of(path)) == []
+
+
+def test_link_check_catches_missing_files_and_anchors(tmp_path):
+    target = tmp_path / "target.md"
+    target.write_text('# Two words\n\n<a id="exercise-19-2"></a>\n', encoding="utf-8")
+    source = tmp_path / "source.md"
+    good = (
+        "[a](target.md) [b](target.md#exercise-19-2) [c](target.md#two-words) "
+        "[d](target.md#Two-words) [e](https://example.org/x) [f](#own) <a id='own'></a> "
+        "`[in code](missing.md)`"
+    )
+    assert link_problems(source, good) == []
+    for bad in (
+        "[a](missing.md)",
+        "[b](target.md#exercise-19-3)",
+        '<a href="target.md#nowhere">x</a>',
+        "[c](#nowhere)",
+        "[d](file:///etc/passwd)",
+    ):
+        assert link_problems(source, bad) != [], bad
