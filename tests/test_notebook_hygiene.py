@@ -403,3 +403,73 @@ def test_link_check_catches_missing_files_and_anchors(tmp_path):
         "[d](file:///etc/passwd)",
     ):
         assert link_problems(source, bad) != [], bad
+
+
+# Predictions and answers (cell tags from the team conventions): an answer waits for the
+# student in JupyterLab, on GitHub and on the board page.
+
+PREDICTION = re.compile(r"\*\*Predict\b")
+CLOSING_CHECK = re.compile(r"^#{2,3}\s+Check for understanding", re.MULTILINE)
+
+
+def answer_problems(nb) -> list[str]:
+    """Answer cells are closed; every prediction is followed at once by an answer cell."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        cell_tags = tags(cell)
+        hidden = cell.metadata.get("jupyter", {})
+        if "answer" in cell_tags:
+            if cell.cell_type == "markdown" and not (
+                "<details>" in cell.source and "<summary>" in cell.source
+            ):
+                problems.append(f"cell {i} is an answer but not wrapped in <details><summary>")
+            if cell.cell_type == "code" and hidden.get("outputs_hidden") is not True:
+                problems.append(f"code cell {i} is an answer but its outputs are not hidden")
+        if "instructor-note" in cell_tags and hidden.get("source_hidden") is not True:
+            problems.append(f"cell {i} is an instructor note but its source is not hidden")
+        if cell.cell_type == "markdown" and PREDICTION.search(cell.source):
+            following = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
+            if following is None or "answer" not in tags(following):
+                problems.append(f"cell {i} asks for a prediction; the next cell is not an answer")
+    return problems
+
+
+def closing_check_problems(nb) -> list[str]:
+    """The notebook ends with a check for understanding: a heading and two or more answers."""
+    starts = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "markdown" and CLOSING_CHECK.search(c.source)
+    ]
+    if not starts:
+        return ["no '## Check for understanding' section"]
+    answers = [c for c in nb.cells[starts[-1] :] if "answer" in tags(c)]
+    if len(answers) < 2:
+        return [
+            f"the check for understanding has {len(answers)} answer cell(s), expected 2 or more"
+        ]
+    return []
+
+
+@pytest.mark.parametrize("path", series(), ids=lambda p: p.name)
+def test_answers_wait_and_each_notebook_ends_with_a_check(path):
+    nb = nbformat.read(path, as_version=4)
+    assert answer_problems(nb) + closing_check_problems(nb) == []
+
+
+def test_answer_checks_catch_open_answers():
+    question = nbformat.v4.new_markdown_cell("**Predict before you run the next cell.** How big?")
+    open_code = code("print(1)", 1, tags=["answer"])
+    assert answer_problems(make_notebook(question, open_code)) != []
+    open_code.metadata["jupyter"] = {"outputs_hidden": True}
+    assert answer_problems(make_notebook(question, open_code)) == []
+    assert answer_problems(make_notebook(question, code("print(1)", 1))) != []
+    bare = nbformat.v4.new_markdown_cell("The answer is 3.")
+    bare.metadata["tags"] = ["answer"]
+    assert answer_problems(make_notebook(bare)) != []
+    bare.source = "<details><summary>Show the answer</summary>\n\n3\n</details>"
+    assert answer_problems(make_notebook(bare)) == []
+    assert closing_check_problems(make_notebook(question)) != []
+    heading = nbformat.v4.new_markdown_cell("## Check for understanding\n\n1. Why?")
+    assert closing_check_problems(make_notebook(heading, bare)) != []
+    assert closing_check_problems(make_notebook(heading, bare, bare)) == []
