@@ -473,3 +473,38 @@ def test_answer_checks_catch_open_answers():
     heading = nbformat.v4.new_markdown_cell("## Check for understanding\n\n1. Why?")
     assert closing_check_problems(make_notebook(heading, bare)) != []
     assert closing_check_problems(make_notebook(heading, bare, bare)) == []
+
+
+# Explorer cells stand on their own: run before the cells above (a restarted kernel, a
+# student jumping to the widget), they build the explorer instead of raising NameError.
+
+EXPLORER_CALL = re.compile(r"\b\w+_explorer\(")
+
+
+def explorer_cells(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code" and EXPLORER_CALL.search(c.source)]
+
+
+def standalone_problems(sources: list[str]) -> list[str]:
+    """Run each source in a fresh namespace; report the names it needed from earlier cells."""
+    problems = []
+    for source in sources:
+        try:
+            exec(compile(source, "<explorer cell>", "exec"), {})  # our own notebooks
+        except NameError as error:
+            problems.append(
+                f"explorer cell {source.splitlines()[0]!r} needs an earlier cell: {error}"
+            )
+    return problems
+
+
+@pytest.mark.parametrize("path", series(), ids=lambda p: p.name)
+def test_explorer_cells_run_before_the_cells_above(path):
+    sources = explorer_cells(nbformat.read(path, as_version=4))
+    assert sources, "every notebook of the series has an explorer"
+    assert standalone_problems(sources) == []
+
+
+def test_standalone_check_catches_a_missing_import():
+    assert standalone_problems(["explorer = soft_lookup_explorer()"]) != []
+    assert standalone_problems(["from math import sqrt\nroot = sqrt(4)"]) == []
