@@ -125,3 +125,77 @@ def test_claim6_without_positions_order_is_invisible_with_positions_it_is_not():
     with_pos = attention_forward(Q, K + positions, V)
     swapped = attention_forward(Q, K[swap] + positions, V[swap])
     assert not np.allclose(with_pos, swapped)
+
+
+# Claims added with the corrections of issue 13.
+
+
+@PROPERTY
+@given(st.integers(0, 10_000), st.integers(2, 16))
+def test_for_unit_vectors_the_dot_product_is_minus_half_the_squared_distance_plus_one(seed, d):
+    rng = np.random.default_rng(seed)
+    q, keys = rng.normal(size=(1, d)), rng.normal(size=(9, d))
+    q /= np.linalg.norm(q)
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+    dots = (keys @ q[0]).astype(float)
+    closeness = -0.5 * ((q - keys) ** 2).sum(axis=1)
+    np.testing.assert_allclose(dots - 1.0, closeness, atol=1e-12)
+    assert list(np.argsort(-dots)) == list(np.argsort(-closeness))
+    # softmax ignores a shift of the whole row: the same weights from either score
+    np.testing.assert_allclose(
+        masked_softmax(attention_scores(q, keys)),
+        masked_softmax(closeness[None] / np.sqrt(d)),
+        atol=1e-12,
+    )
+
+
+def test_for_keys_of_other_lengths_dot_product_and_distance_disagree():
+    q = np.array([[1.0, 0.0]])
+    near, long = np.array([1.0, 0.0]), np.array([3.0, 0.0])  # same direction, lengths 1 and 3
+    keys = np.stack([near, long])
+    assert np.argmax(attention_scores(q, keys)[0]) == 1  # the longer key scores higher
+    assert np.argmin(((q - keys) ** 2).sum(axis=1)) == 0  # the unit key is nearer
+
+
+@PROPERTY
+@given(st.integers(0, 10_000), st.integers(0, 5))
+def test_moving_one_key_changes_every_querys_row_of_weights(seed, key):
+    Q, K, V = _qkv(seed)
+    moved = K.copy()
+    moved[key] += 0.5
+    before, after = _weights(Q, K, V), _weights(Q, moved, V)
+    # A changed score of key j moves every weight of row i unless q_i is orthogonal to
+    # the shift, which has probability 0 for random queries.
+    for i in range(Q.shape[0]):
+        assert not np.allclose(after[i], before[i])
+
+
+def test_a_longer_query_hardens_the_weights_and_shrinks_the_softmax_jacobian():
+    keys, _, _ = example_cards()
+    norms, top = [], []
+    for length in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0):
+        scores = keys @ query_from_polar(0.0, length) / np.sqrt(2)
+        a = np.exp(scores - scores.max())
+        a /= a.sum()
+        norms.append(np.linalg.norm(np.diag(a) - np.outer(a, a)))
+        top.append(a[0])
+    assert np.all(np.diff(top) > 0) and top[-1] > 0.99
+    assert np.all(np.diff(norms) < 0) and norms[-1] < 0.02 * norms[0]
+
+
+def test_check_question_doubling_the_values_doubles_the_output_not_the_weights():
+    Q, K, V = _qkv(3)
+    np.testing.assert_array_equal(_weights(Q, K, 2 * V), _weights(Q, K, V))
+    np.testing.assert_allclose(attention_forward(Q, K, 2 * V), 2 * attention_forward(Q, K, V))
+
+
+def test_check_question_identical_keys_always_get_identical_weights():
+    Q, K, V = _qkv(5)
+    K[3] = K[1]
+    weights = _weights(Q, K, V)
+    np.testing.assert_array_equal(weights[:, 3], weights[:, 1])
+
+
+def test_check_question_without_a_mask_a_weight_underflows_only_past_about_745():
+    assert masked_softmax(np.array([0.0, -740.0]))[1] > 0.0
+    assert masked_softmax(np.array([0.0, -750.0]))[1] == 0.0

@@ -15,6 +15,7 @@ import pytest
 
 from attention_lib import (
     attention_forward,
+    attention_scores,
     dot_product_variance,
     masked_softmax,
     random_scores,
@@ -126,3 +127,69 @@ def test_pitfall_sqrt_d_model_makes_scores_sqrt_h_too_small_and_weights_flatter(
     # with one head the bug is invisible
     _, one_head = pitfalls.scale_by_sqrt_d_model(Q, K, V, d_k, return_weights=True)
     np.testing.assert_allclose(one_head, right.weights, rtol=1e-12)
+
+
+# Claims added with the corrections of issue 13.
+
+
+def _scaled_pair_scores(d, n, seed):
+    """n independent scaled scores q.k / sqrt(d), computed by the library, one 1 x 1 matrix each."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((n, 1, d)), rng.standard_normal((n, 1, d))
+    return attention_scores(q, k)[:, 0, 0]
+
+
+@pytest.mark.parametrize("d", WIDTHS)
+def test_scores_scaled_by_attention_scores_have_variance_one(d):
+    scores = _scaled_pair_scores(d, SAMPLES, seed=1000 + d)
+    assert abs(np.var(scores) - 1.0) <= Z * variance_standard_error(d, SAMPLES) / d
+
+
+@pytest.mark.parametrize("d", [1, 2, 8, 64])
+def test_scaled_score_fourth_moment_is_3_plus_6_over_d_and_normal_only_when_wide(d):
+    fourth = _scaled_pair_scores(d, 200_000, seed=7) ** 4
+    standard_error = fourth.std() / np.sqrt(fourth.size)
+    assert abs(fourth.mean() - (3 + 6 / d)) <= Z * standard_error
+    if d == 1:  # a product of two normals is far from normal: fourth moment 9, not 3
+        assert fourth.mean() - 3 > 10 * standard_error
+
+
+def test_reveal_the_scaled_layers_largest_weight_is_about_a_tenth_not_one_over_64():
+    for d in (4, 16, 64, 256, 1024, 4096):
+        top = saturation_stats(d, scaled=True).max_weight
+        assert 0.09 <= top <= 0.15
+        assert top > 5 / 64
+
+
+def test_tau_equal_to_sqrt_d_gives_variance_one_at_each_width():
+    for d in (4, 64, 1024):
+        variance = np.var(random_scores(d, 64, 64, scaled=False) / np.sqrt(d))
+        assert variance == pytest.approx(1.0, rel=0.15)
+
+
+def test_check_question_entries_of_variance_four_give_scaled_variance_four():
+    d, n = 64, SAMPLES
+    rng = np.random.default_rng(3)
+    q, k = 2.0 * rng.standard_normal((n, 1, d)), rng.standard_normal((n, 1, d))
+    variance = np.var(attention_scores(q, k)[:, 0, 0])
+    assert abs(variance - 4.0) <= Z * 4.0 * variance_standard_error(d, n) / d
+
+
+def test_check_question_dividing_by_d_k_gives_nearly_uniform_rows():
+    d = 256
+    scores = random_scores(d, 64, 64, scaled=False) / d
+    assert np.var(scores) == pytest.approx(1 / d, rel=0.15)
+    weights = masked_softmax(scores)
+    assert weights.max() < 2 / 64
+    assert softmax_entropy(weights).min() > 0.99 * np.log(64)
+
+
+def test_check_question_a_one_percent_rule_would_fail_a_correct_estimate_often():
+    d, n = 64, SAMPLES
+    assert 0.013 < variance_standard_error(1024, n) / 1024 < 0.015
+    misses_1pc = sum(abs(dot_product_variance(d, n, seed) - d) > 0.01 * d for seed in range(30))
+    misses_5se = sum(
+        abs(dot_product_variance(d, n, seed) - d) > Z * variance_standard_error(d, n)
+        for seed in range(30)
+    )
+    assert misses_1pc >= 6 and misses_5se == 0

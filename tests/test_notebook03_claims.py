@@ -1,5 +1,7 @@
 """Every claim notebook 03 (masks) makes, checked against attention_lib directly."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -10,10 +12,12 @@ from attention_lib import (
     causal_mask,
     combine_masks,
     masked_softmax,
+    packed_causal_mask,
     padding_mask,
     valid_from_lengths,
     validate_mask,
 )
+from attention_lib.pitfalls import large_negative_fill
 
 RNG_SEED = 3
 
@@ -169,3 +173,107 @@ def test_padding_queries_still_read_real_keys():
         Q, K, V, mask=padding_mask(valid_from_lengths(np.array([5, 3]), 5)), return_cache=True
     )
     np.testing.assert_allclose(cache.weights[1, 3:].sum(axis=-1), 1.0)
+
+
+# Claims added with the corrections of issue 13.
+
+
+@pytest.mark.parametrize("lengths", [[3, 2, 4], [1, 1], [5], [2, 3]])
+def test_packed_mask_is_causal_inside_each_document_and_blocked_between(lengths):
+    T = sum(lengths)
+    expected = np.zeros((T, T), dtype=bool)
+    start = 0
+    for length in lengths:  # one lower triangle per document, built by hand
+        for i in range(length):
+            expected[start + i, start : start + i + 1] = True
+        start += length
+    np.testing.assert_array_equal(packed_causal_mask(lengths), expected)
+
+
+def test_packed_documents_get_their_own_outputs_and_do_not_see_each_other():
+    lengths = [3, 2, 4]
+    Q, K, V = qkv(T=sum(lengths), seed=11)
+    mask = packed_causal_mask(lengths)
+    out = attention_forward(Q, K, V, mask=mask)
+    bounds = np.cumsum([0, *lengths])
+    for doc, (start, stop) in enumerate(itertools.pairwise(bounds)):
+        part = slice(start, stop)
+        alone = attention_forward(Q[part], K[part], V[part], mask=causal_mask(stop - start))
+        np.testing.assert_allclose(out[part], alone, rtol=1e-12, atol=1e-15)
+        K2, V2 = K.copy(), V.copy()
+        K2[part] += 100.0
+        V2[part] -= 50.0
+        moved = attention_forward(Q, K2, V2, mask=mask)
+        others = np.ones(sum(lengths), dtype=bool)
+        others[part] = False
+        np.testing.assert_array_equal(moved[others], out[others])
+        assert not np.allclose(moved[part], out[part]), doc
+
+
+def test_packed_first_token_of_a_document_reads_only_itself():
+    mask = packed_causal_mask([3, 2, 4])
+    assert mask[5].sum() == 1 and causal_mask(9)[5].sum() == 6
+
+
+def test_check_question_packed_position_3_reads_positions_2_and_3():
+    assert list(np.flatnonzero(packed_causal_mask([2, 3])[3])) == [2, 3]
+
+
+def test_naive_softmax_of_an_all_blocked_row_is_nan_because_inf_minus_inf_is():
+    row = np.full(4, -np.inf)
+    with np.errstate(invalid="ignore"):
+        shifted = row - row.max()
+        naive = np.exp(shifted) / np.exp(shifted).sum()
+    assert np.isnan(shifted).all() and np.isnan(naive).all()
+
+
+def test_minus_1e4_fits_in_float16_and_gives_uniform_weights_on_an_empty_row():
+    assert np.isfinite(np.float16(-1e4)) and np.float16(-1e4) == -1e4
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(-1e9)) and np.isinf(np.float16(-9e15))
+    scores = np.zeros((2, 4), dtype=np.float16)
+    mask = np.array([[True, False, True, False], [False] * 4])
+    weights = large_negative_fill(scores, mask, fill=-1e4)
+    np.testing.assert_allclose(weights[1].astype(float), 0.25)
+    np.testing.assert_allclose(weights[0].astype(float), [0.5, 0.0, 0.5, 0.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_check_question_large_fill_equals_minus_inf_on_rows_with_an_allowed_key(dtype):
+    scores = np.random.default_rng(2).standard_normal((5, 5)).astype(dtype)
+    mask = causal_mask(5)  # every row has at least one allowed key
+    filled = large_negative_fill(scores, mask)
+    assert np.all(filled[~mask] == 0.0)  # e^(-1e9 - max) underflows to exactly 0, as e^-inf
+    rtol = 1e-6 if dtype == np.float32 else 1e-14  # the rest differs in summation order only
+    np.testing.assert_allclose(filled, masked_softmax(scores, mask), rtol=rtol)
+
+
+def test_pytorch_attn_mask_means_opposite_things_in_sdpa_and_multihead_attention():
+    torch = pytest.importorskip("torch", reason="the PyTorch comparison needs torch installed")
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 4) for _ in range(3))
+    tril = torch.tensor(causal_mask(4))
+    # F.scaled_dot_product_attention: True = takes part
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=tril)
+    ours = attention_forward(
+        q.double().numpy(), k.double().numpy(), v.double().numpy(), causal_mask(4)
+    )
+    np.testing.assert_allclose(sdpa.numpy(), ours, rtol=1e-5, atol=1e-6)
+    # nn.MultiheadAttention: True = blocked, so the causal rule is ~tril = triu(k=1)
+    mha = torch.nn.MultiheadAttention(4, 1, batch_first=True)
+    with torch.no_grad():
+        _, blocked_is_true = mha(q, k, v, attn_mask=~tril)
+        _, ours_passed = mha(q, k, v, attn_mask=tril)  # the mistake: our mask, unnegated
+    assert torch.all(blocked_is_true[0][~tril] == 0)
+    assert torch.all(blocked_is_true[0][tril] > 0)
+    # unnegated, it reads exactly what it should not (rows 0-2; row 3 has no key left)
+    assert torch.all(ours_passed[0, :3][tril[:3]] == 0)
+    assert torch.all(ours_passed[0, :3][~tril[:3]] > 0)
+
+
+def test_pytorch_sdpa_gives_a_zero_row_for_a_query_with_no_allowed_key():
+    torch = pytest.importorskip("torch", reason="the PyTorch comparison needs torch installed")
+    q, k, v = (torch.randn(1, 3, 4) for _ in range(3))
+    mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.all(out[0, 1] == 0) and torch.isfinite(out).all()

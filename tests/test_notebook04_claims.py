@@ -11,7 +11,9 @@ from attention_lib import (
     gradient_check,
     masked_softmax,
     numerical_gradient,
+    padding_mask,
     softmax_backward,
+    valid_from_lengths,
 )
 
 
@@ -130,9 +132,71 @@ def test_claim5_full_backward_passes_and_planted_sign_error_is_caught(problem):
     assert planted.errors["Q"] > 1e-2 and planted.errors["K"] > 1e-2
 
 
-def test_flashattention2_rowsum_identity(problem):
+def test_rowsum_identity_used_by_flashattention_and_flashattention2(problem):
     p = problem
     A, grad_A, _ = _pieces(p)
     np.testing.assert_allclose(
         np.sum(grad_A * A, axis=-1), np.sum(p["G"] * p["O"], axis=-1), rtol=1e-12, atol=1e-14
     )
+
+
+# Claims added with the corrections of issue 13.
+
+
+def test_notebook_setup_draws_the_same_numbers_with_named_shapes():
+    """The notebook draws Q, K, V, G as four (T, d) arrays; the stream is the fixture's."""
+    rng = np.random.default_rng(4)
+    named = [rng.standard_normal((4, 3)) for _ in range(4)]
+    stacked = np.random.default_rng(4).standard_normal((4, 4, 3))
+    for one, other in zip(named, stacked, strict=True):
+        np.testing.assert_array_equal(one, other)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_softmax_backward_is_a_vector_jacobian_product_equal_to_jvp_by_symmetry(seed):
+    rng = np.random.default_rng(seed)
+    a = masked_softmax(rng.standard_normal(6))
+    grad_a = rng.standard_normal(6)
+    J = np.diag(a) - np.outer(a, a)
+    np.testing.assert_array_equal(J, J.T)
+    np.testing.assert_allclose(
+        softmax_backward(a, grad_a), grad_a @ J, atol=1e-15
+    )  # vector-Jacobian
+    np.testing.assert_allclose(softmax_backward(a, grad_a), J @ grad_a, atol=1e-15)  # = J grad_a
+
+
+def test_rows_of_the_score_gradient_sum_to_zero(problem):
+    _, _, grad_S = _pieces(problem)
+    np.testing.assert_allclose(grad_S.sum(axis=-1), 0.0, atol=1e-15)
+
+
+def test_query_that_reads_one_key_gets_zero_gradient_to_round_off(problem):
+    grad_Q, _, _ = attention_backward(problem["G"], problem["cache"])
+    assert np.all(np.abs(grad_Q[0]) < 1e-14)
+
+
+def test_score_gradient_finished_block_by_block_with_the_row_term_up_front(problem):
+    p = problem
+    A, grad_A, grad_S = _pieces(p)
+    D = np.sum(p["G"] * p["O"], axis=-1, keepdims=True)  # T x d_v arrays only
+    for block in (1, 2, 3):
+        pieces = []
+        for start in range(0, 4, block):
+            columns = slice(start, start + block)
+            pieces.append(A[:, columns] * (p["G"] @ p["V"][columns].T - D))
+        np.testing.assert_allclose(np.hstack(pieces), grad_S, rtol=1e-12, atol=1e-15)
+    assert grad_A.shape == (4, 4)  # the T x T product itself is still formed, block by block
+
+
+def test_check_question_a_padding_masked_key_has_zero_weight_and_zero_gradients():
+    rng = np.random.default_rng(8)
+    B, T, d = 2, 5, 3
+    Q, K, V, G = (rng.standard_normal((B, T, d)) for _ in range(4))
+    valid = valid_from_lengths(np.array([5, 3]), T)  # example 1: keys 3 and 4 are padding
+    _, cache = attention_forward(Q, K, V, padding_mask(valid), return_cache=True)
+    _, grad_K, grad_V = attention_backward(G, cache)
+    grad_S = softmax_backward(cache.weights, G @ np.swapaxes(V, -1, -2))
+    assert np.all(cache.weights[1][:, 3:] == 0.0)
+    assert np.all(grad_S[1][:, 3:] == 0.0)
+    assert np.all(grad_K[1, 3:] == 0.0) and np.all(grad_V[1, 3:] == 0.0)
+    assert np.all(grad_K[1, :3] != 0.0) and np.all(grad_V[0] != 0.0)

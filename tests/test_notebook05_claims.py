@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attention_lib import attention_forward, causal_mask
+from attention_lib import attention_forward, causal_mask, padding_mask, valid_from_lengths
 from attention_lib.widgets import self_cross as sc
 
 
@@ -46,3 +46,76 @@ def test_claim3_same_function_only_the_source_of_K_and_V_differs():
     np.testing.assert_array_equal(cross.Q, self_.Q)
     for name in ("W_q", "W_k", "W_v"):
         np.testing.assert_array_equal(getattr(cross, name), getattr(self_, name))
+
+
+# Claims added with the corrections of issue 13.
+
+TRANSLATION = {"le": "the", "chat": "cat", "noir": "black", "dort": "sleeps", "sur": "on"}
+
+
+def _self_weights(W_k, T=6, d_k=4, d_v=3):
+    X = sc.token_vectors(sc.DECODER_TOKENS[:T])
+    W = sc.projections(d_k, d_v)
+    _, cache = attention_forward(X @ W.W_q, X @ W_k, X @ W.W_v, causal_mask(T), return_cache=True)
+    return cache.weights
+
+
+def test_the_self_attention_diagonal_comes_from_W_k_close_to_W_q():
+    even_split = np.mean([1 / (i + 1) for i in range(1, 6)])
+    demo = np.diag(_self_weights(sc.projections(4, 3).W_k))[1:].mean()
+    independent = [
+        np.diag(_self_weights(rng.standard_normal((sc.D_MODEL, 4)) / np.sqrt(sc.D_MODEL)))[
+            1:
+        ].mean()
+        for rng in map(np.random.default_rng, range(1000, 1200))
+    ]
+    # an independent W_k gives, on average, what an even split over the readable keys gives,
+    # and not one of 200 draws reaches the demo's diagonal
+    assert np.mean(independent) == pytest.approx(even_split, abs=0.05)
+    assert demo > 2 * even_split and demo > max(independent)
+
+
+def test_in_this_demo_more_scoring_directions_put_more_weight_on_the_translation():
+    decoder, encoder = sc.DECODER_TOKENS[:6], sc.ENCODER_TOKENS[:8]
+    shares = []
+    for d_k in range(1, sc.MAX_WIDTH + 1):
+        weights = sc.update(6, 8, d_k, 3, mode="cross").weights
+        per_word = [
+            weights[i, [j for j, word in enumerate(encoder) if word == TRANSLATION[token]]].sum()
+            for i, token in enumerate(decoder)
+            if token in TRANSLATION
+        ]
+        shares.append(np.mean(per_word))
+    assert np.all(np.diff(shares) > 0)
+    assert shares[0] == pytest.approx(0.17, abs=0.005) and shares[-1] == pytest.approx(
+        0.73, abs=0.005
+    )
+
+
+def test_encoder_side_padding_blocks_padded_source_keys_for_every_decoder_query():
+    W = sc.projections(4, 3)
+    X_dec = sc.token_vectors(sc.DECODER_TOKENS[:6])
+    X_enc = sc.token_vectors(sc.ENCODER_TOKENS[:8])
+    X_src = np.stack([X_enc, X_enc])
+    X_src[1, 5:] = np.random.default_rng(9).standard_normal((3, sc.D_MODEL))
+    mask = padding_mask(valid_from_lengths(np.array([8, 5]), 8))
+    assert mask.shape == (2, 1, 8)
+    Q = np.stack([X_dec, X_dec]) @ W.W_q
+    out, cache = attention_forward(Q, X_src @ W.W_k, X_src @ W.W_v, mask, return_cache=True)
+    assert np.all(cache.weights[1][:, 5:] == 0.0) and np.all(cache.weights[0] > 0.0)
+    alone = attention_forward(X_dec @ W.W_q, X_enc[:5] @ W.W_k, X_enc[:5] @ W.W_v)
+    np.testing.assert_allclose(out[1], alone, rtol=1e-12, atol=1e-15)
+    X_src[1, 5:] *= -7.0  # other padding vectors: nothing may move
+    moved = attention_forward(Q, X_src @ W.W_k, X_src @ W.W_v, mask)
+    np.testing.assert_array_equal(moved, out)
+
+
+def test_check_question_cross_attention_shapes():
+    rng = np.random.default_rng(0)
+    Q, K, V = (
+        rng.standard_normal((10, 16)),
+        rng.standard_normal((7, 16)),
+        rng.standard_normal((7, 32)),
+    )
+    out, cache = attention_forward(Q, K, V, return_cache=True)
+    assert cache.weights.shape == (10, 7) and out.shape == (10, 32)

@@ -304,3 +304,207 @@ def test_readme_map_check_compares_names_and_order():
     assert map_problems(table, both[::-1]) != []
     assert map_problems(table, both[:1]) != []
     assert map_problems(table.replace("live widget", "widget"), both) != []
+
+
+# Relative links: every link in every notebook's markdown and in the README must reach a
+# file, and the anchor after '#', where given, must exist in that file. Nothing is skipped
+# silently: a link either has a web scheme (http, https, mailto: left to the reader) or is
+# resolved here; any other scheme is reported.
+
+WEB_SCHEMES = ("http://", "https://", "mailto:")
+MARKDOWN_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HTML_HREF = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+HTML_ID = re.compile(r"<a\s[^>]*?(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+HEADING_LINE = re.compile(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
+FENCED_CODE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def without_code(markdown: str) -> str:
+    """Markdown with fenced and inline code removed: code is not a link."""
+    return INLINE_CODE.sub("", FENCED_CODE.sub("", markdown))
+
+
+def links_in(markdown: str) -> list[str]:
+    text = without_code(markdown)
+    return MARKDOWN_LINK.findall(text) + HTML_HREF.findall(text)
+
+
+def heading_anchors(heading: str) -> set[str]:
+    """The ids a heading gets: GitHub's slug and JupyterLab's (spaces to '-', case kept)."""
+    text = re.sub(r"<[^>]+>", "", heading)  # inline HTML such as <a id=...></a>
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link shows its text
+    text = text.replace("*", "").replace("`", "").strip()
+    github = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+    jupyterlab = text.replace(" ", "-")
+    return {github, jupyterlab}
+
+
+def anchors_in(markdown: str) -> set[str]:
+    text = without_code(markdown)
+    anchors = set(HTML_ID.findall(text))
+    for heading in HEADING_LINE.findall(text):
+        anchors |= heading_anchors(heading)
+    return anchors
+
+
+def markdown_of(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    return path.read_text(encoding="utf-8")
+
+
+def link_problems(source: Path, markdown: str) -> list[str]:
+    """Every relative link of ``markdown`` (written in ``source``) resolves, anchor included."""
+    problems = []
+    for link in links_in(markdown):
+        if link.startswith(WEB_SCHEMES):
+            continue
+        if HAS_SCHEME.match(link):
+            problems.append(f"{link}: a scheme the checker cannot resolve; use a relative path")
+            continue
+        target, _, anchor = link.partition("#")
+        path = (source.parent / target).resolve() if target else source
+        if target and not path.is_file():
+            problems.append(f"{link}: no file {path}")
+            continue
+        text = markdown_of(path) if target else markdown  # '#anchor' alone: this file
+        if anchor and anchor not in anchors_in(text):
+            problems.append(f"{link}: {path.name} has no anchor or heading '{anchor}'")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "path",
+    [README, *all_notebooks()],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_relative_link_resolves(path):
+    assert link_problems(path, markdown_of(path)) == []
+
+
+def test_link_check_catches_missing_files_and_anchors(tmp_path):
+    target = tmp_path / "target.md"
+    target.write_text('# Two words\n\n<a id="exercise-19-2"></a>\n', encoding="utf-8")
+    source = tmp_path / "source.md"
+    good = (
+        "[a](target.md) [b](target.md#exercise-19-2) [c](target.md#two-words) "
+        "[d](target.md#Two-words) [e](https://example.org/x) [f](#own) <a id='own'></a> "
+        "`[in code](missing.md)`"
+    )
+    assert link_problems(source, good) == []
+    for bad in (
+        "[a](missing.md)",
+        "[b](target.md#exercise-19-3)",
+        '<a href="target.md#nowhere">x</a>',
+        "[c](#nowhere)",
+        "[d](file:///etc/passwd)",
+    ):
+        assert link_problems(source, bad) != [], bad
+
+
+# Predictions and answers (cell tags from the team conventions): an answer waits for the
+# student in JupyterLab, on GitHub and on the board page.
+
+PREDICTION = re.compile(r"\*\*Predict\b")
+CLOSING_CHECK = re.compile(r"^#{2,3}\s+Check for understanding", re.MULTILINE)
+
+
+def answer_problems(nb) -> list[str]:
+    """Answer cells are closed; every prediction is followed at once by an answer cell."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        cell_tags = tags(cell)
+        hidden = cell.metadata.get("jupyter", {})
+        if "answer" in cell_tags:
+            if cell.cell_type == "markdown" and not (
+                "<details>" in cell.source and "<summary>" in cell.source
+            ):
+                problems.append(f"cell {i} is an answer but not wrapped in <details><summary>")
+            if cell.cell_type == "code" and hidden.get("outputs_hidden") is not True:
+                problems.append(f"code cell {i} is an answer but its outputs are not hidden")
+        if "instructor-note" in cell_tags and hidden.get("source_hidden") is not True:
+            problems.append(f"cell {i} is an instructor note but its source is not hidden")
+        if cell.cell_type == "markdown" and PREDICTION.search(cell.source):
+            following = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
+            if following is None or "answer" not in tags(following):
+                problems.append(f"cell {i} asks for a prediction; the next cell is not an answer")
+    return problems
+
+
+def closing_check_problems(nb) -> list[str]:
+    """The notebook ends with a check for understanding: a heading and two or more answers."""
+    starts = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "markdown" and CLOSING_CHECK.search(c.source)
+    ]
+    if not starts:
+        return ["no '## Check for understanding' section"]
+    answers = [c for c in nb.cells[starts[-1] :] if "answer" in tags(c)]
+    if len(answers) < 2:
+        return [
+            f"the check for understanding has {len(answers)} answer cell(s), expected 2 or more"
+        ]
+    return []
+
+
+@pytest.mark.parametrize("path", series(), ids=lambda p: p.name)
+def test_answers_wait_and_each_notebook_ends_with_a_check(path):
+    nb = nbformat.read(path, as_version=4)
+    assert answer_problems(nb) + closing_check_problems(nb) == []
+
+
+def test_answer_checks_catch_open_answers():
+    question = nbformat.v4.new_markdown_cell("**Predict before you run the next cell.** How big?")
+    open_code = code("print(1)", 1, tags=["answer"])
+    assert answer_problems(make_notebook(question, open_code)) != []
+    open_code.metadata["jupyter"] = {"outputs_hidden": True}
+    assert answer_problems(make_notebook(question, open_code)) == []
+    assert answer_problems(make_notebook(question, code("print(1)", 1))) != []
+    bare = nbformat.v4.new_markdown_cell("The answer is 3.")
+    bare.metadata["tags"] = ["answer"]
+    assert answer_problems(make_notebook(bare)) != []
+    bare.source = "<details><summary>Show the answer</summary>\n\n3\n</details>"
+    assert answer_problems(make_notebook(bare)) == []
+    assert closing_check_problems(make_notebook(question)) != []
+    heading = nbformat.v4.new_markdown_cell("## Check for understanding\n\n1. Why?")
+    assert closing_check_problems(make_notebook(heading, bare)) != []
+    assert closing_check_problems(make_notebook(heading, bare, bare)) == []
+
+
+# Explorer cells stand on their own: run before the cells above (a restarted kernel, a
+# student jumping to the widget), they build the explorer instead of raising NameError.
+
+EXPLORER_CALL = re.compile(r"\b\w+_explorer\(")
+
+
+def explorer_cells(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code" and EXPLORER_CALL.search(c.source)]
+
+
+def standalone_problems(sources: list[str]) -> list[str]:
+    """Run each source in a fresh namespace; report the names it needed from earlier cells."""
+    problems = []
+    for source in sources:
+        try:
+            exec(compile(source, "<explorer cell>", "exec"), {})  # our own notebooks
+        except NameError as error:
+            problems.append(
+                f"explorer cell {source.splitlines()[0]!r} needs an earlier cell: {error}"
+            )
+    return problems
+
+
+@pytest.mark.parametrize("path", series(), ids=lambda p: p.name)
+def test_explorer_cells_run_before_the_cells_above(path):
+    sources = explorer_cells(nbformat.read(path, as_version=4))
+    assert sources, "every notebook of the series has an explorer"
+    assert standalone_problems(sources) == []
+
+
+def test_standalone_check_catches_a_missing_import():
+    assert standalone_problems(["explorer = soft_lookup_explorer()"]) != []
+    assert standalone_problems(["from math import sqrt\nroot = sqrt(4)"]) == []
