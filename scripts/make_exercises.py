@@ -39,6 +39,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 MASTER = ROOT / "notebooks" / "solutions" / "07_exercises_solutions.ipynb"
 STUDENT = ROOT / "notebooks" / "07_exercises.ipynb"
+# Folders of the two notebooks relative to the checkout, for rebasing relative links.
+MASTER_DIR = MASTER.parent.relative_to(ROOT).as_posix()
+STUDENT_DIR = STUDENT.parent.relative_to(ROOT).as_posix()
 
 BEGIN = "BEGIN SOLUTION"
 END = "END SOLUTION"
@@ -101,8 +104,6 @@ def rebase_links(markdown: str, source_dir: str, target_dir: str) -> str:
 def student_notebook(master: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student version of ``master``: solutions cleared, outputs cleared, links rebased."""
     student = copy.deepcopy(master)
-    source_dir = MASTER.parent.relative_to(ROOT).as_posix()
-    target_dir = STUDENT.parent.relative_to(ROOT).as_posix()
     for number, cell in enumerate(student.cells, 1):
         try:
             cell.source = clear_solutions(cell.source, cell.cell_type)
@@ -111,7 +112,7 @@ def student_notebook(master: nbformat.NotebookNode) -> nbformat.NotebookNode:
         for key in VOLATILE_METADATA:
             cell.metadata.pop(key, None)
         if cell.cell_type == "markdown":
-            cell.source = rebase_links(cell.source, source_dir, target_dir)
+            cell.source = rebase_links(cell.source, MASTER_DIR, STUDENT_DIR)
         elif cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -139,13 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stored = nbformat.read(STUDENT, as_version=4)
         if cell_contents(stored) != cell_contents(fresh):
-            print(f"{STUDENT.relative_to(ROOT)} is out of date: run `make exercises`.")
+            print(f"{STUDENT} is out of date: run `make exercises`.")
             return 1
-        print(f"{STUDENT.relative_to(ROOT)} matches {MASTER.relative_to(ROOT)}.")
+        print(f"{STUDENT} matches {MASTER}.")
         return 0
     nbformat.validate(fresh)
     nbformat.write(fresh, STUDENT)
-    print(f"wrote {STUDENT.relative_to(ROOT)} from {MASTER.relative_to(ROOT)}")
+    print(f"wrote {STUDENT} from {MASTER}")
     return 0
 
 

@@ -262,6 +262,8 @@ def link_problems(path: Path) -> list[str]:
                 continue
             file_part, _, anchor = target.partition("#")
             linked = (path.parent / file_part).resolve() if file_part else path
+            if linked.is_relative_to(SOLUTIONS) and not SOLUTIONS.exists():
+                continue  # a student handout made without the solutions (see the README)
             if not linked.is_file():
                 problems.append(f"link to {target}: {linked} does not exist")
             elif anchor and linked.suffix == ".ipynb":
