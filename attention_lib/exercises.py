@@ -125,10 +125,6 @@ class ExerciseReport:
     def __repr__(self):
         return str(self)
 
-    def _repr_pretty_(self, printer, cycle):
-        # IPython shows the report as its text (text/plain), which nbval compares.
-        printer.text(str(self))
-
 
 _NOT_ATTEMPTED = (
     "The scaffold above still raises NotImplementedError. Replace `# YOUR CODE HERE` and the "
@@ -195,7 +191,7 @@ def _where(error):
         if not _is_students(frame.filename):
             continue
         source = frame.line or linecache.getline(frame.filename, frame.lineno).strip()
-        lines.append(f"line {frame.lineno} in {frame.name}: {source}")
+        lines.append(f"line {frame.lineno} in {frame.name}" + (f": {source}" if source else ""))
     return lines
 
 
@@ -302,6 +298,13 @@ def _run(exercise, title, check, tolerance_note=""):
         return ExerciseReport(exercise, title, attempted=False)
     except _Stop as stop:
         return ExerciseReport(exercise, title, stop.findings, tolerance_note=tolerance_note)
+    except Exception as error:  # an answer too odd for the checks above: still no traceback
+        finding = Finding(
+            "unreadable_answer",
+            f"the checker could not judge this answer ({type(error).__name__}: {error}). Check "
+            "that it returns what the exercise asks for, in the types and shapes it states.",
+        )
+        return ExerciseReport(exercise, title, (finding,), tolerance_note=tolerance_note)
     return ExerciseReport(exercise, title, checked=tuple(checked), tolerance_note=tolerance_note)
 
 
@@ -926,8 +929,32 @@ def _reference(Q, K, V, mask, grad_output):
     return output, grads
 
 
+def _call_forward(forward, Q, K, V, mask):
+    """Call the student's forward on copies: an in-place edit must not change our probe."""
+    mask = None if mask is None else mask.copy()
+    return _call(forward, "forward", Q.copy(), K.copy(), V.copy(), mask=mask)
+
+
+def _shape_of(value):
+    try:
+        return np.shape(value)
+    except ValueError:  # a ragged list has no shape
+        return None
+
+
+def _first_array(result):
+    """``result[0]`` as a float array, or None when it is not one (judged later, with a finding)."""
+    if not isinstance(result, tuple | list) or not result:
+        return None
+    try:
+        array = np.asarray(result[0])
+    except ValueError:
+        return None
+    return array if array.dtype.kind == "f" else None
+
+
 def _run_forward(forward, Q, K, V, mask, label):
-    result = _call(forward, "forward", Q.copy(), K.copy(), V.copy(), mask=mask)
+    result = _call_forward(forward, Q, K, V, mask)
     if not isinstance(result, tuple | list) or len(result) != 2:
         what = "None" if result is None else type(result).__name__
         raise _Stop(
@@ -961,7 +988,7 @@ def _run_backward(backward, grad_output, cache, inputs, label):
                 + ".",
             )
         )
-    shapes = [np.shape(value) for value in result]
+    shapes = [_shape_of(value) for value in result]
     expected = [array.shape for array in inputs]
     if shapes != expected:
         for order in itertools.permutations(range(3)):
@@ -1069,8 +1096,7 @@ def _check_fully_masked_row(forward, backward, T, d_k, d_v):
     mask = causal_mask(T)
     mask[2] = False  # query 2 may read nothing
     label = "with a mask whose row 2 is all False"
-    result = _call(forward, "forward", Q.copy(), K.copy(), V.copy(), mask=mask)
-    raw_output = np.asarray(result[0], dtype=float) if isinstance(result, tuple | list) else None
+    raw_output = _first_array(_call_forward(forward, Q, K, V, mask))
     if raw_output is not None and raw_output.shape == (T, d_v):
         if np.isnan(raw_output[2]).any():
             raise _Stop(
@@ -1116,9 +1142,8 @@ def _check_large_scores(forward, T, d_k, d_v):
     # subtracted first.
     Q, K, V, _ = _probe_inputs((), T, T, d_k, d_v, seed=1943, score_size=30.0)
     mask = causal_mask(T)
-    result = _call(forward, "forward", Q.copy(), K.copy(), V.copy(), mask=mask)
-    output = np.asarray(result[0]) if isinstance(result, tuple | list) and result else None
-    if output is not None and output.dtype.kind == "f" and not np.all(np.isfinite(output)):
+    output = _first_array(_call_forward(forward, Q, K, V, mask))
+    if output is not None and not np.all(np.isfinite(output)):
         raise _Stop(
             Finding(
                 "no_max_subtraction",

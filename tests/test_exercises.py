@@ -108,6 +108,16 @@ def test_19_2_each_mistake_is_named(estimate, diagnosis):
     assert report.diagnoses == (diagnosis,), str(report)
 
 
+def test_19_2_an_answer_the_checker_cannot_read_is_a_finding():
+    class Stubborn:
+        def __float__(self):
+            raise RuntimeError("no float for you")
+
+    report = check_exercise_19_2(lambda width, samples, seed: Stubborn())
+    assert report.diagnoses == ("unreadable_answer",)
+    assert "RuntimeError: no float for you" in str(report)
+
+
 def test_19_2_mean_over_the_width_is_the_divided_by_d_k_mistake():
     mean_instead_of_sum = student.variance_estimate(divisor=lambda width: width)
     assert check_exercise_19_2(mean_instead_of_sum).diagnoses == ("divided_by_d_k",)
@@ -296,6 +306,27 @@ def test_19_4_scaffolds_and_malformed_returns(forward, backward, diagnosis):
         assert not report.attempted
     else:
         assert report.diagnoses == (diagnosis,), str(report)
+
+
+def test_19_4_odd_returns_are_findings_not_tracebacks():
+    def text_output(Q, K, V, mask=None):
+        return [["a"] * 3] * 5, None
+
+    def ragged_gradients(grad_output, cache):
+        return [[1.0, 2.0], [3.0]], [[1.0]], [[1.0]]
+
+    assert check_exercise_19_4(text_output, attention_backward).diagnoses == ("wrong_dtype",)
+    assert check_exercise_19_4(library_forward, ragged_gradients).diagnoses == ("wrong_type",)
+
+
+def test_19_4_a_forward_that_edits_the_mask_in_place_is_judged_on_the_mask_given():
+    def forward(Q, K, V, mask=None):
+        result = library_forward(Q, K, V, mask)
+        if mask is not None:
+            mask[...] = True  # vandalises its argument after using it
+        return result
+
+    assert check_exercise_19_4(forward, attention_backward).passed
 
 
 def test_19_4_modelled_mistakes_differ_far_beyond_the_float32_tolerance():
