@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import re
 import sysconfig
 import textwrap
 import traceback
@@ -83,7 +84,8 @@ class Finding(NamedTuple):
 class ExerciseReport:
     """What a checker found: ``.passed``, ``.findings`` and a readable display.
 
-    ``attempted`` is False when the answer is still the untouched scaffold;
+    ``attempted`` is False when the answer is still the untouched scaffold
+    (then the one finding, ``not_attempted``, says which part);
     ``checked`` lists what a passing answer was checked against.
     """
 
@@ -107,7 +109,8 @@ class ExerciseReport:
     def __str__(self):
         head = f"Exercise {self.exercise} · {self.title}: "
         if not self.attempted:
-            lines = [head + "not attempted yet", *_wrap(_NOT_ATTEMPTED, "  ")]
+            lines = [head + "not attempted yet"]
+            lines += [line for finding in self.findings for line in _wrap(finding.message, "  ")]
         elif self.passed:
             lines = [head + "passed"]
             lines += [line for note in self.checked for line in _wrap(note, "  ✓ ", "    ")]
@@ -127,13 +130,19 @@ class ExerciseReport:
 
 
 _NOT_ATTEMPTED = (
-    "The scaffold above still raises NotImplementedError. Replace `# YOUR CODE HERE` and the "
-    "`raise` line with your answer, run that cell, then run this one again."
+    "{what} still raises NotImplementedError. Replace `# YOUR CODE HERE` and the `raise` line "
+    "with your answer, run that cell, then run this one again."
 )
 
 
+_CODE_SPAN = re.compile(r"`[^`]*`")
+
+
 def _wrap(text, first_indent, later_indent=None):
+    """Wrap ``text`` to WIDTH columns, never inside a `code span`."""
     later_indent = first_indent if later_indent is None else later_indent
+    # Spaces inside code spans become no-break spaces while wrapping, then spaces again.
+    text = _CODE_SPAN.sub(lambda span: span[0].replace(" ", "\xa0"), text)
     paragraphs = text.split("\n")
     lines = []
     for number, paragraph in enumerate(paragraphs):
@@ -145,7 +154,7 @@ def _wrap(text, first_indent, later_indent=None):
             subsequent_indent=later_indent,
             break_on_hyphens=False,
         ) or [indent.rstrip()]
-    return lines
+    return [line.replace("\xa0", " ") for line in lines]
 
 
 # --------------------------------------------------------------------------------------
@@ -162,7 +171,7 @@ _SYSTEM_DIRS = tuple(
 
 
 class _NotAttempted(Exception):
-    """The scaffold's NotImplementedError reached the checker."""
+    """The answer is still the scaffold; the message says which part and what to do."""
 
 
 class _Stop(Exception):
@@ -206,14 +215,16 @@ def _call(function, name, *args, **kwargs):
             warnings.simplefilter("ignore")
             return function(*args, **kwargs)
     except NotImplementedError:
-        raise _NotAttempted from None
+        what = f"`{getattr(function, '__name__', name)}`"
+        raise _NotAttempted(_NOT_ATTEMPTED.format(what=what)) from None
     except Exception as error:
         where = _where(error)
         detail = f"{type(error).__name__}: {error}"
         message = f"{name} raised {detail}"
         if where:
             message += "\n" + "\n".join(f"  at {line}" for line in where[-3:])
-        raise _Stop(Finding("raised", message, "the traceback lines are in your code")) from None
+        hint = "the lines above are in your code; call it on a small input for the full traceback"
+        raise _Stop(Finding("raised", message, hint)) from None
 
 
 def _require_callable(value, name):
@@ -294,8 +305,9 @@ def _first_match(answer, models, tolerance):
 def _run(exercise, title, check, tolerance_note=""):
     try:
         checked = check()
-    except _NotAttempted:
-        return ExerciseReport(exercise, title, attempted=False)
+    except _NotAttempted as scaffold:
+        finding = Finding("not_attempted", str(scaffold))
+        return ExerciseReport(exercise, title, (finding,), attempted=False)
     except _Stop as stop:
         return ExerciseReport(exercise, title, stop.findings, tolerance_note=tolerance_note)
     except Exception as error:  # an answer too odd for the checks above: still no traceback
@@ -378,7 +390,7 @@ _QUESTIONS_19_1 = {
             "equal weights, 1/4 each.",
             "b": "The weights of a row sum to 1, so each of four equal weights is 1/4, not 1.",
             "d": "Zeros come only from a row with no readable key (fully masked). Equal scores "
-            "give exp(s) / (4 exp(s)) = 1/4 per key.",
+            "give `exp(s) / (4 exp(s))` = 1/4 per key.",
         },
     ),
 }
@@ -404,7 +416,7 @@ def _findings_19_1(answers):
         )
     unknown = sorted(map(str, set(answers) - set(_QUESTIONS_19_1)))
     if all(answers.get(question) is None for question in _QUESTIONS_19_1) and not unknown:
-        raise _NotAttempted
+        raise _NotAttempted("No question has an answer yet: give each one a letter.")
     findings = [
         Finding(
             "unknown_question",
@@ -535,7 +547,7 @@ _VARIANCE_MISTAKES = {
     "(or averaged over the width with np.mean) before taking the variance. The exercise asks "
     "for the variance of the raw sum q·k.",
     "divided_by_sqrt_d_k": "your estimates are close to 1 at every width: that is the variance of "
-    "the SCALED score q·k / sqrt(d_k). The exercise asks for the raw q·k, whose variance d_k "
+    "the SCALED score `q·k / sqrt(d_k)`. The exercise asks for the raw q·k, whose variance d_k "
     "is what the scale corrects.",
     "sum_over_wrong_axis": "your estimates track the sample count, not d_k: the products were "
     "summed over the samples instead of over the width (axis=0 instead of axis=1 for arrays "
@@ -733,15 +745,15 @@ def _softmax_backward_models(weights, grad_weights):
 
 _SOFTMAX_MISTAKES = {
     "row_term_sign": "the row term is added instead of subtracted: you compute "
-    "A * (grad_A + rowsum(grad_A * A)). Each row of a right grad_scores sums to zero, because "
+    "`A * (grad_A + rowsum(grad_A * A))`. Each row of a right grad_scores sums to zero, because "
     "adding a constant to a row of scores leaves its softmax unchanged.",
-    "row_term_missing": "the row term is missing: you compute A * grad_A. The weights of a row "
+    "row_term_missing": "the row term is missing: you compute `A * grad_A`. The weights of a row "
     "share one denominator, so raising one score lowers every other weight; "
-    "rowsum(grad_A * A) is that shared effect.",
-    "weights_factor_missing": "the factor A is missing: you compute grad_A - rowsum(grad_A * A). "
-    "The Jacobian of softmax is diag(a) - a aᵀ, so every entry is scaled by its weight (and "
+    "`rowsum(grad_A * A)` is that shared effect.",
+    "weights_factor_missing": "the factor A is missing: you compute `grad_A - rowsum(grad_A * A)`. "
+    "The Jacobian of softmax is `diag(a) - a aᵀ`, so every entry is scaled by its weight (and "
     "a masked key, weight 0, gets gradient 0).",
-    "row_term_wrong_axis": "the row term is summed over the wrong axis: rowsum(grad_A * A) "
+    "row_term_wrong_axis": "the row term is summed over the wrong axis: `rowsum(grad_A * A)` "
     "must run over the last axis (the keys of one row), with keepdims=True so that it "
     "subtracts along that row.",
 }
@@ -786,7 +798,7 @@ def _findings_19_3(softmax_row_backward):
             )
         checked_shapes.append(str(shape))
     return [
-        f"agrees with central finite differences and with the full Jacobian diag(a) - a aᵀ for "
+        f"agrees with central finite differences and with the full Jacobian `diag(a) - a aᵀ` for "
         f"weights of shapes {', '.join(checked_shapes)} (relative error below "
         f"{FLOAT64_TOLERANCE:.0e} in float64, {FLOAT32_TOLERANCE:.0e} in float32)",
         "a masked key (weight 0) gets gradient 0",
@@ -860,7 +872,7 @@ def _forward_models(Q, K, V, mask):
 
 
 _FORWARD_MISTAKES = {
-    "no_scaling": "the scores are not scaled: you compute softmax(Q Kᵀ) V. Divide the scores by "
+    "no_scaling": "the scores are not scaled: you compute `softmax(Q Kᵀ) V`. Divide the scores by "
     "sqrt(d_k) so that their variance stays near 1 whatever the width.",
     "scaled_by_d_k": "the scores are divided by d_k instead of sqrt(d_k). The variance of q·k is "
     "d_k, so its standard deviation, the right divisor, is sqrt(d_k).",
@@ -875,18 +887,18 @@ _FORWARD_MISTAKES = {
 }
 
 _BACKWARD_MISTAKES = {
-    "row_term_sign": "the softmax row term has the wrong sign: grad_scores = A * (grad_A + "
-    "rowsum(grad_A * A)) instead of A * (grad_A - rowsum(grad_A * A)).",
-    "row_term_missing": "the softmax row term is missing: grad_scores = A * grad_A. Subtract "
-    "rowsum(grad_A * A) first.",
-    "grad_K_not_transposed": "grad_K is not transposed: it must be grad_Sᵀ Q / sqrt(d_k) (key j "
-    "collects the gradient of column j of the scores), not grad_S Q / sqrt(d_k).",
-    "grad_K_missing_scale": "grad_K misses the scale: the scores are Q Kᵀ / sqrt(d_k), so "
-    "grad_K = grad_Sᵀ Q / sqrt(d_k).",
-    "grad_Q_missing_scale": "grad_Q misses the scale: the scores are Q Kᵀ / sqrt(d_k), so "
-    "grad_Q = grad_S K / sqrt(d_k).",
-    "grad_V_not_transposed": "grad_V must be Aᵀ grad_O (value j collects from every query that "
-    "read it), not A grad_O.",
+    "row_term_sign": "the softmax row term has the wrong sign: grad_scores = "
+    "`A * (grad_A + rowsum(grad_A * A))` instead of `A * (grad_A - rowsum(grad_A * A))`.",
+    "row_term_missing": "the softmax row term is missing: grad_scores = `A * grad_A`. Subtract "
+    "`rowsum(grad_A * A)` first.",
+    "grad_K_not_transposed": "grad_K is not transposed: it must be `grad_Sᵀ Q / sqrt(d_k)` (key j "
+    "collects the gradient of column j of the scores), not `grad_S Q / sqrt(d_k)`.",
+    "grad_K_missing_scale": "grad_K misses the scale: the scores are `Q Kᵀ / sqrt(d_k)`, so "
+    "grad_K = `grad_Sᵀ Q / sqrt(d_k)`.",
+    "grad_Q_missing_scale": "grad_Q misses the scale: the scores are `Q Kᵀ / sqrt(d_k)`, so "
+    "grad_Q = `grad_S K / sqrt(d_k)`.",
+    "grad_V_not_transposed": "grad_V must be `Aᵀ grad_O` (value j collects from every query that "
+    "read it), not `A grad_O`.",
 }
 
 
@@ -1026,7 +1038,7 @@ def _diagnose_forward(output, Q, K, V, mask, tolerance, label):
         return Finding(mistake, _FORWARD_MISTAKES[mistake], hint)
     return Finding(
         "wrong_output",
-        f"the output of forward {label} differs from softmax(Q Kᵀ / sqrt(d_k)) V with the mask "
+        f"the output of forward {label} differs from `softmax(Q Kᵀ / sqrt(d_k)) V` with the mask "
         f"(relative error {relative_error(output, attention_forward(Q, K, V, mask)):.2g}) and "
         "matches none of the usual mistakes.",
         _HINT_FORWARD,
@@ -1103,7 +1115,7 @@ def _check_fully_masked_row(forward, backward, T, d_k, d_v):
                 Finding(
                     "masked_row_nan",
                     "a query with no readable key gives NaN: its scores are all -inf, so the row "
-                    "maximum is -inf and -inf - (-inf) is NaN. Such a row must give weights 0 "
+                    "maximum is -inf and `-inf - (-inf)` is NaN. Such a row must give weights 0 "
                     "and output 0 (for example, subtract 0 instead of an infinite maximum).",
                     _HINT_MASK,
                 )
@@ -1195,7 +1207,7 @@ def _findings_19_4(forward, backward):
         label = f"with Q {Q.shape}, K {K.shape}, V {V.shape}, mask={mask_text}"
         _check_shapes_and_values(forward, backward, Q, K, V, mask, grad_output, label)
     return [
-        f"output equals softmax(Q Kᵀ / sqrt(d_k)) V with mask=causal_mask({T})",
+        f"output equals `softmax(Q Kᵀ / sqrt(d_k)) V` with mask=causal_mask({T})",
         f"gradients agree with central finite differences in float64 (relative error below "
         f"{FLOAT64_TOLERANCE:.0e} for float64 answers, {FLOAT32_TOLERANCE:.0e} for float32)",
         "no gradient reaches a key that no query with an output gradient may read",
