@@ -965,18 +965,20 @@ def _first_array(result):
     return array if array.dtype.kind == "f" else None
 
 
+def _require_tuple(result, length, expectation):
+    if isinstance(result, tuple | list) and len(result) == length:
+        return
+    if result is None:
+        raise _Stop(Finding("returned_none", f"{expectation}, got None (a missing `return`?)."))
+    got = type(result).__name__
+    if isinstance(result, tuple | list):
+        got += f" of length {len(result)}"
+    raise _Stop(Finding("wrong_type", f"{expectation}, got {got}."))
+
+
 def _run_forward(forward, Q, K, V, mask, label):
     result = _call_forward(forward, Q, K, V, mask)
-    if not isinstance(result, tuple | list) or len(result) != 2:
-        what = "None" if result is None else type(result).__name__
-        raise _Stop(
-            Finding(
-                "returned_none" if result is None else "wrong_type",
-                f"forward should return the pair (output, cache), got {what}"
-                + (f" of length {len(result)}" if isinstance(result, tuple | list) else "")
-                + ".",
-            )
-        )
+    _require_tuple(result, 2, "forward should return the pair (output, cache)")
     output_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2]) + (
         Q.shape[-2],
         V.shape[-1],
@@ -990,33 +992,30 @@ _GRAD_NAMES = ("grad_Q", "grad_K", "grad_V")
 
 def _run_backward(backward, grad_output, cache, inputs, label):
     result = _call(backward, "backward", grad_output.copy(), cache)
-    if not isinstance(result, tuple | list) or len(result) != 3:
-        what = "None" if result is None else type(result).__name__
-        raise _Stop(
-            Finding(
-                "returned_none" if result is None else "wrong_type",
-                f"backward should return the triple (grad_Q, grad_K, grad_V), got {what}"
-                + (f" of length {len(result)}" if isinstance(result, tuple | list) else "")
-                + ".",
-            )
-        )
+    _require_tuple(result, 3, "backward should return the triple (grad_Q, grad_K, grad_V)")
     shapes = [_shape_of(value) for value in result]
     expected = [array.shape for array in inputs]
-    if shapes != expected:
-        for order in itertools.permutations(range(3)):
-            if [shapes[i] for i in order] == expected:
-                raise _Stop(_wrong_order(order, label))
+    reordered = any(
+        [shapes[i] for i in order] == expected for order in itertools.permutations(range(3))
+    )
+    # Shapes that fit only in another order: keep each array as it is; _check_gradients
+    # tells from the values which order it is (Q and K often share a shape).
     return tuple(
-        _as_result(value, f"{name} from backward {label}", array.shape)
-        for name, value, array in zip(_GRAD_NAMES, result, inputs, strict=True)
+        _as_result(value, f"{name} from backward {label}", shape if reordered else array.shape)
+        for name, value, array, shape in zip(_GRAD_NAMES, result, inputs, shapes, strict=True)
     )
 
 
 def _wrong_order(order, label):
-    returned = ", ".join(_GRAD_NAMES[order.index(i)] for i in range(3))
+    """``order[j]`` is the position at which gradient j was returned (None: unknown)."""
+    if order is None:
+        returned = "the shapes fit (grad_Q, grad_K, grad_V) only in another order"
+    else:
+        names = ", ".join(_GRAD_NAMES[order.index(i)] for i in range(3))
+        returned = f"it returns ({names})"
     return Finding(
         "gradients_wrong_order",
-        f"backward {label} returns the gradients in the order ({returned}); the order is "
+        f"backward {label} returns the gradients in the wrong order: {returned}. The order is "
         "(grad_Q, grad_K, grad_V), like the arguments of forward(Q, K, V).",
         _HINT_BACKWARD,
     )
@@ -1047,7 +1046,10 @@ def _diagnose_forward(output, Q, K, V, mask, tolerance, label):
 
 def _check_gradients(grads, truth, tolerance, Q, K, V, mask, grad_output, label, leak_probe=None):
     """Compare with the truth; when wrong, name the mistake (order, models, then a leak)."""
-    errors = [relative_error(g, t) for g, t in zip(grads, truth, strict=True)]
+    errors = [
+        relative_error(g, t) if g.shape == t.shape else np.inf
+        for g, t in zip(grads, truth, strict=True)
+    ]
     if max(errors) < tolerance:
         return
     for order in itertools.permutations(range(3)):
@@ -1055,6 +1057,8 @@ def _check_gradients(grads, truth, tolerance, Q, K, V, mask, grad_output, label,
             _matches(grads[i], truth[j], tolerance) for j, i in enumerate(order)
         ):
             raise _Stop(_wrong_order(order, label))
+    if np.isinf(max(errors)):  # shapes that fit only in another order, values in none
+        raise _Stop(_wrong_order(None, label))
     for name, model in _backward_models(Q, K, V, mask, grad_output):
         if all(
             model_grad is None or _matches(grad, model_grad, tolerance)

@@ -34,6 +34,11 @@ def library_forward(Q, K, V, mask=None):
     return attention_forward(Q, K, V, mask, return_cache=True)
 
 
+def drop_last_key_gradient(grad_output, cache):
+    grad_Q, grad_K, grad_V = attention_backward(grad_output, cache)
+    return grad_Q, grad_K[..., :-1, :], grad_V
+
+
 # --------------------------------------------------------------------------------------
 # 19.1
 
@@ -284,6 +289,19 @@ def test_19_4_each_mistake_is_named(attention, diagnosis):
     assert report.diagnoses == (diagnosis,), str(report)
 
 
+@pytest.mark.parametrize(
+    ("attention", "returned"),
+    [
+        (student.GradientsInWrongOrder, "(grad_V, grad_K, grad_Q)"),
+        (student.QAndKSwapped, "(grad_K, grad_Q, grad_V)"),
+    ],
+)
+def test_19_4_the_wrong_order_is_spelled_out(attention, returned):
+    assert f"it returns {returned}" in " ".join(
+        str(check_exercise_19_4(*pair(attention()))).split()
+    )
+
+
 def test_19_4_the_library_pitfall_backward_is_named():
     report = check_exercise_19_4(library_forward, pitfalls.attention_backward_with_sign_error)
     assert report.diagnoses == ("row_term_sign",)
@@ -298,6 +316,7 @@ def test_19_4_the_library_pitfall_backward_is_named():
         (lambda Q, K, V, mask=None: None, attention_backward, "returned_none"),
         (library_forward, lambda grad_output, cache: (grad_output,), "wrong_type"),
         ("forward", attention_backward, "not_a_function"),
+        (library_forward, drop_last_key_gradient, "wrong_shape"),
     ],
 )
 def test_19_4_scaffolds_and_malformed_returns(forward, backward, diagnosis):
