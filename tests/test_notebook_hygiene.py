@@ -178,6 +178,14 @@ def next_link_problems(nb, next_name: str | None) -> list[str]:
     return []
 
 
+def chain_problems(nb, name: str, next_name: str | None) -> list[str]:
+    """next_link_problems, except that before a gap in the numbering the README will do."""
+    problems = next_link_problems(nb, next_name)
+    if problems and next_name and number_of(next_name) > number_of(name) + 1:
+        return next_link_problems(nb, None)
+    return problems
+
+
 def readme_map(text: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the table under the README's '## Notebook map' heading."""
     section = re.search(r"^## Notebook map\s*$(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
@@ -234,10 +242,7 @@ def test_last_markdown_cell_links_to_next_notebook(index):
     paths = series()
     next_name = paths[index + 1].name if index + 1 < len(paths) else None
     nb = nbformat.read(paths[index], as_version=4)
-    problems = next_link_problems(nb, next_name)
-    if problems and next_name and number_of(next_name) > number_of(paths[index].name) + 1:
-        problems = next_link_problems(nb, None)  # before a gap: back to the README is fine
-    assert problems == []
+    assert chain_problems(nb, paths[index].name, next_name) == []
 
 
 def test_solutions_are_checked_for_hygiene_but_are_not_in_the_series():
@@ -361,6 +366,14 @@ def test_widget_state_and_missing_next_link_are_caught():
     assert next_link_problems(nb, None) != []
     nb.cells[0].source = "That is the end of the series."
     assert next_link_problems(nb, None) == []
+
+
+def test_a_gap_in_the_numbering_lets_the_notebook_before_it_link_to_the_readme():
+    to_readme = make_notebook(nbformat.v4.new_markdown_cell("Back to the [map](../README.md)."))
+    assert chain_problems(to_readme, "05_self_and_cross.ipynb", "07_exercises.ipynb") == []
+    assert chain_problems(to_readme, "05_self_and_cross.ipynb", "06_teach_it.ipynb") != []
+    to_07 = make_notebook(nbformat.v4.new_markdown_cell("Next: [07](07_exercises.ipynb)."))
+    assert chain_problems(to_07, "05_self_and_cross.ipynb", "07_exercises.ipynb") == []
 
 
 def test_readme_map_check_compares_names_and_order():
