@@ -142,3 +142,23 @@ def test_links_are_rebased_for_the_student_folder():
         "[readme](../README.md) [self](solutions/07_exercises_solutions.ipynb) "
         "[two](02_why_sqrt_dk.ipynb#exercise) [here](#top) [web](https://arxiv.org/abs/1)"
     )
+
+
+def checker_reports(path):
+    """The text each ``check_exercise_19_N(...)`` cell stored, in order."""
+    reports = []
+    for cell in read(path).cells:
+        if cell.cell_type == "code" and cell.source.startswith("check_exercise_19_"):
+            texts = [output.get("data", {}).get("text/plain", "") for output in cell.outputs]
+            reports.append("".join(texts))
+    return reports
+
+
+@needs_master
+def test_stored_solutions_pass_every_checker_and_the_scaffolds_are_not_attempted():
+    solved = checker_reports(make_exercises.MASTER)
+    scaffold = checker_reports(make_exercises.STUDENT)
+    assert len(solved) == len(scaffold) == 4
+    for number, (done, todo) in enumerate(zip(solved, scaffold, strict=True), 1):
+        assert done.startswith(f"Exercise 19.{number} · ") and ": passed\n" in done
+        assert todo.startswith(f"Exercise 19.{number} · ") and ": not attempted yet\n" in todo
