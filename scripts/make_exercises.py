@@ -4,8 +4,10 @@ Usage: ``python scripts/make_exercises.py [--check]``
 
 The master is ``notebooks/solutions/07_exercises_solutions.ipynb``. Its
 answers sit between nbgrader's delimiters, ``### BEGIN SOLUTION`` and
-``### END SOLUTION``, in code cells and in Markdown cells alike, so an
-instructor who grades with nbgrader can use it as it is. This script does what
+``### END SOLUTION`` (each alone on its line), in code cells and in Markdown
+cells alike, and each such cell carries nbgrader's solution-cell metadata
+(``metadata.nbgrader``, with a ``grade_id``), so an instructor who grades with
+nbgrader can use it as it is. This script does what
 nbgrader's ``generate_assignment`` does with them, without depending on nbgrader:
 
 * in a code cell, each region becomes ``# YOUR CODE HERE`` and
@@ -43,8 +45,9 @@ STUDENT = ROOT / "notebooks" / "07_exercises.ipynb"
 MASTER_DIR = MASTER.parent.relative_to(ROOT).as_posix()
 STUDENT_DIR = STUDENT.parent.relative_to(ROOT).as_posix()
 
-BEGIN = "BEGIN SOLUTION"
-END = "END SOLUTION"
+# nbgrader's delimiters: a line that is exactly one of these, once stripped.
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
 CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 TEXT_STUB = ("YOUR ANSWER HERE",)
 # Cell metadata that execution writes (timings); never part of the comparison.
@@ -65,12 +68,12 @@ def clear_solutions(source: str, cell_type: str) -> str:
     stub = CODE_STUB if cell_type == "code" else TEXT_STUB
     lines, region_indent = [], None
     for number, line in enumerate(source.split("\n"), 1):
-        if BEGIN in line:
+        if line.strip() == BEGIN:
             if region_indent is not None:
                 raise ValueError(f"line {number}: {BEGIN} inside an open solution region")
             region_indent = line[: len(line) - len(line.lstrip())]
             lines += [region_indent + stub_line for stub_line in stub]
-        elif END in line:
+        elif line.strip() == END:
             if region_indent is None:
                 raise ValueError(f"line {number}: {END} without a {BEGIN} before it")
             region_indent = None

@@ -85,6 +85,17 @@ def test_each_exercise_has_an_anchored_heading_a_scaffold_and_a_checker():
 
 
 @needs_master
+def test_every_solution_cell_carries_nbgrader_metadata_with_its_own_grade_id():
+    grade_ids = []
+    for cell in read(make_exercises.MASTER).cells:
+        if make_exercises.BEGIN in cell.source:
+            nbgrader = cell.metadata.get("nbgrader", {})
+            assert nbgrader.get("solution") is True and nbgrader.get("grade") is False
+            grade_ids.append(nbgrader["grade_id"])
+    assert len(grade_ids) == len(set(grade_ids)) == 8
+
+
+@needs_master
 def test_the_19_1_choices_in_the_notebook_are_the_checkers():
     markdown = "\n".join(
         cell.source for cell in read(make_exercises.MASTER).cells if cell.cell_type == "markdown"
@@ -103,13 +114,16 @@ def test_the_19_1_choices_in_the_notebook_are_the_checkers():
 
 def test_code_regions_become_the_nbgrader_stub_at_their_indentation():
     source = (
-        "def f(x):\n    '''Doc.'''\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n"
-        "    ### END SOLUTION\n\n\ndef g():\n    # BEGIN SOLUTION\n    return 2\n    # END SOLUTION"
+        'def f(x):\n    "Doc."\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n'
+        "    ### END SOLUTION\n\n\ndef g():\n  ### BEGIN SOLUTION\n  return 2\n  ### END SOLUTION"
     )
     assert make_exercises.clear_solutions(source, "code") == (
-        "def f(x):\n    '''Doc.'''\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n\n"
-        "def g():\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+        'def f(x):\n    "Doc."\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n\n'
+        "def g():\n  # YOUR CODE HERE\n  raise NotImplementedError()"
     )
+    # as in nbgrader, a delimiter is a whole line: a mention inside other text is no region
+    mention = "x = 1  # see ### BEGIN SOLUTION below"
+    assert make_exercises.clear_solutions(mention, "code") == mention
 
 
 def test_markdown_regions_become_the_answer_prompt():
