@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import pitfalls
-from .attention import attention_forward, masked_softmax
+from .attention import attention_forward, masked_softmax, softmax_backward
 from .gradcheck import numerical_gradient, relative_error
 from .masks import causal_mask
 from .variance import variance_standard_error
@@ -906,26 +906,22 @@ def _backward_models(Q, K, V, mask, grad_output):
     """(name, (grad_Q, grad_K, grad_V)) that each typical backward mistake gives."""
     _, cache = attention_forward(Q, K, V, mask, return_cache=True)
     weights, scale = cache.weights, cache.scale
-    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
-    row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
-    grad_scores = weights * (grad_weights - row_dot)
-    grad_scores_t = np.swapaxes(grad_scores, -1, -2)
-    right = (grad_scores @ K * scale, grad_scores_t @ Q * scale, None)
     grad_V = np.swapaxes(weights, -1, -2) @ grad_output
+    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
+    grad_scores = softmax_backward(weights, grad_weights)
+    grad_Q = grad_scores @ K * scale
+    grad_K = np.swapaxes(grad_scores, -1, -2) @ Q * scale
+    no_row_term = weights * grad_weights
     return [
         ("row_term_sign", pitfalls.attention_backward_with_sign_error(grad_output, cache)),
         (
             "row_term_missing",
-            (
-                weights * grad_weights @ K * scale,
-                np.swapaxes(weights * grad_weights, -1, -2) @ Q * scale,
-                grad_V,
-            ),
+            (no_row_term @ K * scale, np.swapaxes(no_row_term, -1, -2) @ Q * scale, grad_V),
         ),
-        ("grad_K_not_transposed", (right[0], grad_scores @ Q * scale, grad_V)),
-        ("grad_K_missing_scale", (right[0], grad_scores_t @ Q, grad_V)),
-        ("grad_Q_missing_scale", (grad_scores @ K, right[1], grad_V)),
-        ("grad_V_not_transposed", (right[0], right[1], weights @ grad_output)),
+        ("grad_K_not_transposed", (grad_Q, grad_scores @ Q * scale, grad_V)),
+        ("grad_K_missing_scale", (grad_Q, grad_K / scale, grad_V)),
+        ("grad_Q_missing_scale", (grad_Q / scale, grad_K, grad_V)),
+        ("grad_V_not_transposed", (grad_Q, grad_K, weights @ grad_output)),
     ]
 
 
@@ -1061,7 +1057,7 @@ def _check_gradients(grads, truth, tolerance, Q, K, V, mask, grad_output, label,
         raise _Stop(_wrong_order(None, label))
     for name, model in _backward_models(Q, K, V, mask, grad_output):
         if all(
-            model_grad is None or _matches(grad, model_grad, tolerance)
+            _matches(grad, model_grad, tolerance)
             for grad, model_grad in zip(grads, model, strict=True)
         ):
             raise _Stop(Finding(name, _BACKWARD_MISTAKES[name], _HINT_BACKWARD))
