@@ -5,8 +5,9 @@ Usage: ``python scripts/make_exercises.py [--check]``
 The master is ``notebooks/solutions/07_exercises_solutions.ipynb``. Its
 answers sit between nbgrader's delimiters, ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` (each alone on its line), in code cells and in Markdown
-cells alike, and each such cell carries nbgrader's solution-cell metadata
-(``metadata.nbgrader``, with a ``grade_id``), so an instructor who grades with
+cells alike, and each such cell carries nbgrader's cell metadata
+(``metadata.nbgrader``: code answers are autograded-answer cells, written
+answers manually graded cells with points), so an instructor who grades with
 nbgrader can use it as it is. This script does what
 nbgrader's ``generate_assignment`` does with them, without depending on nbgrader:
 

@@ -86,11 +86,20 @@ def test_each_exercise_has_an_anchored_heading_a_scaffold_and_a_checker():
 
 @needs_master
 def test_every_solution_cell_carries_nbgrader_metadata_with_its_own_grade_id():
+    """nbgrader refuses a region outside a solution cell, and a written answer without points.
+
+    Code answers are autograded answer cells (solution, not graded themselves: the checker
+    cells test them); written answers are manually graded cells with points.
+    """
     grade_ids = []
     for cell in read(make_exercises.MASTER).cells:
         if make_exercises.BEGIN in cell.source:
             nbgrader = cell.metadata.get("nbgrader", {})
-            assert nbgrader.get("solution") is True and nbgrader.get("grade") is False
+            assert nbgrader.get("solution") is True and nbgrader.get("schema_version") == 3
+            if cell.cell_type == "markdown":
+                assert nbgrader.get("grade") is True and nbgrader.get("points", 0) > 0
+            else:
+                assert nbgrader.get("grade") is False
             grade_ids.append(nbgrader["grade_id"])
     assert len(grade_ids) == len(set(grade_ids)) == 8
 
