@@ -9,7 +9,7 @@ NOTEBOOKS := $(shell find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpo
 # Tests and kernels import attention_lib from this checkout, whatever the venv holds.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: lab test execute lock setup
+.PHONY: lab test execute exercises lock setup
 
 setup: $(STAMP)
 
@@ -46,6 +46,14 @@ endif
 
 execute: setup
 	$(BIN)/python scripts/execute_notebooks.py $(NB)
+
+# The solutions notebook is the master; the student notebook is generated from it
+# (solution regions replaced as nbgrader does), then both are executed.
+EXERCISES_MASTER := notebooks/solutions/07_exercises_solutions.ipynb
+exercises: setup
+	$(BIN)/python scripts/execute_notebooks.py $(EXERCISES_MASTER)
+	$(BIN)/python scripts/make_exercises.py
+	$(BIN)/python scripts/execute_notebooks.py notebooks/07_exercises.ipynb
 
 # uv is not a runtime requirement: use the venv's uv if present, else uv on PATH.
 UV ?= $(firstword $(wildcard $(BIN)/uv) uv)

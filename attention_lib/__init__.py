@@ -6,6 +6,7 @@ One idea per module:
 * :mod:`attention_lib.masks` - causal and padding masks (19.2)
 * :mod:`attention_lib.variance` - why divide by sqrt(d_k) (19.2)
 * :mod:`attention_lib.gradcheck` - finite-difference gradient checks
+* :mod:`attention_lib.exercises` - checkers for exercises 19.1-19.4 that name the mistake
 * :mod:`attention_lib.plots` - every figure of the series, one style, a board style
 * :mod:`attention_lib.widgets` - the interactive explorers (one module each) and their shell
 * :mod:`attention_lib.pitfalls` - deliberately WRONG variants, each documented as wrong
@@ -26,6 +27,14 @@ from .attention import (
     attention_scores,
     masked_softmax,
     softmax_backward,
+)
+from .exercises import (
+    ExerciseReport,
+    Finding,
+    check_exercise_19_1,
+    check_exercise_19_2,
+    check_exercise_19_3,
+    check_exercise_19_4,
 )
 from .gradcheck import (
     GradCheckReport,
@@ -65,6 +74,8 @@ def __getattr__(name):
 
 __all__ = [
     "AttentionCache",
+    "ExerciseReport",
+    "Finding",
     "GradCheckReport",
     "SaturationStats",
     "attention_backward",
@@ -72,6 +83,10 @@ __all__ = [
     "attention_scores",
     "causal_mask",
     "check_attention_gradients",
+    "check_exercise_19_1",
+    "check_exercise_19_2",
+    "check_exercise_19_3",
+    "check_exercise_19_4",
     "combine_masks",
     "document_ids",
     "dot_product_variance",

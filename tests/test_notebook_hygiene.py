@@ -18,11 +18,22 @@ Every ``notebooks/**/*.ipynb`` (``.ipynb_checkpoints`` skipped) must:
   warnings are errors);
 - carry no ``metadata.widgets`` (stored widget state; ``make execute`` strips it).
 
-The series itself is the top-level ``notebooks/*.ipynb`` in name order
-(``notebooks/solutions/`` is not part of it): the README's "Notebook map" table
-lists exactly these, in this order, and each one's last markdown cell links to
-the next notebook file (``[next](02_....ipynb)``); the last one links back to
-``../README.md`` or says it is the end of the series.
+The series itself is the top-level ``notebooks/*.ipynb`` in name order: the
+README's "Notebook map" table lists exactly these, in this order, and each
+one's last markdown cell links to the next notebook file
+(``[next](02_....ipynb)``); the last one links back to ``../README.md`` or says
+it is the end of the series. While the numbering has a gap (05 present, 06 still
+being written, 07 present), the notebook before the gap may instead link back to
+the README; once the gap closes the strict rule applies again.
+
+``notebooks/solutions/`` (the exercises' worked solutions, the master from which
+``make exercises`` generates ``07_exercises.ipynb``) is not part of the series:
+not in the map, not in the chain, but held to every hygiene rule above.
+
+Every relative link in any notebook's markdown must reach an existing file, and
+a link to ``other.ipynb#anchor`` (or ``#anchor``) must find ``id="anchor"`` in
+that notebook's markdown (the exercises put ``<a id="exercise-19-2"></a>`` in
+their headings for links from notebooks 02 and 04).
 
 With no notebooks yet, the README map must be empty, and the checks are still
 exercised on small synthetic notebooks below.
@@ -63,6 +74,8 @@ REASON = re.compile(r"#\s*nbval:\s*(\S.*)")
 MAP_HEADER = ["notebook", "chapter section", "live widget"]
 LINK_TARGET = re.compile(r"\]\(\s*<?([^)\s>]+)")
 END_OF_SERIES = re.compile(r"end of the series", re.IGNORECASE)
+SOLUTIONS = NOTEBOOKS / "solutions"
+EXTERNAL_LINK = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 
 
 def all_notebooks() -> list[Path]:
@@ -71,6 +84,10 @@ def all_notebooks() -> list[Path]:
 
 def series() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def number_of(name: str) -> int:
+    return int(name.split("_", 1)[0])
 
 
 def code_cells(nb):
@@ -161,6 +178,14 @@ def next_link_problems(nb, next_name: str | None) -> list[str]:
     return []
 
 
+def chain_problems(nb, name: str, next_name: str | None) -> list[str]:
+    """next_link_problems, except that before a gap in the numbering the README will do."""
+    problems = next_link_problems(nb, next_name)
+    if problems and next_name and number_of(next_name) > number_of(name) + 1:
+        return next_link_problems(nb, None)
+    return problems
+
+
 def readme_map(text: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the table under the README's '## Notebook map' heading."""
     section = re.search(r"^## Notebook map\s*$(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
@@ -217,7 +242,59 @@ def test_last_markdown_cell_links_to_next_notebook(index):
     paths = series()
     next_name = paths[index + 1].name if index + 1 < len(paths) else None
     nb = nbformat.read(paths[index], as_version=4)
-    assert next_link_problems(nb, next_name) == []
+    assert chain_problems(nb, paths[index].name, next_name) == []
+
+
+def test_solutions_are_checked_for_hygiene_but_are_not_in_the_series():
+    solutions = sorted(SOLUTIONS.glob("*.ipynb"))
+    assert set(solutions) <= set(all_notebooks())
+    assert not set(solutions) & set(series())
+
+
+def anchors_of(nb) -> set[str]:
+    markdown = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    return set(re.findall(r"""id=["']([^"']+)["']""", markdown))
+
+
+def link_problems(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    problems = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for target in link_targets(cell.source):
+            if EXTERNAL_LINK.match(target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            linked = (path.parent / file_part).resolve() if file_part else path
+            if linked.is_relative_to(SOLUTIONS) and not SOLUTIONS.exists():
+                continue  # a student handout made without the solutions (see the README)
+            if not linked.is_file():
+                problems.append(f"link to {target}: {linked} does not exist")
+            elif anchor and linked.suffix == ".ipynb":
+                if anchor not in anchors_of(nbformat.read(linked, as_version=4)):
+                    problems.append(f'link to {target}: no id="{anchor}" in {linked.name}')
+    return problems
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_relative_links_and_anchors_resolve(path):
+    assert link_problems(path) == []
+
+
+def test_link_check_catches_a_missing_anchor_and_file(tmp_path):
+    target = make_notebook(nbformat.v4.new_markdown_cell('<a id="exercise-19-2"></a>\n## Ex'))
+    nbformat.write(target, tmp_path / "07_exercises.ipynb")
+    source = make_notebook(
+        nbformat.v4.new_markdown_cell(
+            "[try](07_exercises.ipynb#exercise-19-2) [bad](07_exercises.ipynb#exercise-19-9) "
+            "[gone](missing.ipynb) [web](https://example.org/x.ipynb)"
+        )
+    )
+    nbformat.write(source, tmp_path / "02.ipynb")
+    problems = link_problems(tmp_path / "02.ipynb")
+    assert len(problems) == 2
+    assert "exercise-19-9" in problems[0] and "missing.ipynb" in problems[1]
 
 
 def test_readme_map_lists_exactly_the_notebooks():
@@ -289,6 +366,14 @@ def test_widget_state_and_missing_next_link_are_caught():
     assert next_link_problems(nb, None) != []
     nb.cells[0].source = "That is the end of the series."
     assert next_link_problems(nb, None) == []
+
+
+def test_a_gap_in_the_numbering_lets_the_notebook_before_it_link_to_the_readme():
+    to_readme = make_notebook(nbformat.v4.new_markdown_cell("Back to the [map](../README.md)."))
+    assert chain_problems(to_readme, "05_self_and_cross.ipynb", "07_exercises.ipynb") == []
+    assert chain_problems(to_readme, "05_self_and_cross.ipynb", "06_teach_it.ipynb") != []
+    to_07 = make_notebook(nbformat.v4.new_markdown_cell("Next: [07](07_exercises.ipynb)."))
+    assert chain_problems(to_07, "05_self_and_cross.ipynb", "07_exercises.ipynb") == []
 
 
 def test_readme_map_check_compares_names_and_order():

@@ -1,0 +1,187 @@
+"""The student exercises notebook is generated from the solutions master, and stays so.
+
+The stored ``notebooks/07_exercises.ipynb`` is compared with a fresh generation
+cell by cell (type, source, metadata). Outputs are left out on purpose: they
+come from executing the notebook (``make exercises``), and nbval checks them.
+In a copy handed out without ``notebooks/solutions/`` there is no master, and
+the comparison is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attention_lib import exercises
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = importlib.util.spec_from_file_location("make_exercises", ROOT / "scripts/make_exercises.py")
+make_exercises = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(make_exercises)
+
+HAS_MASTER = make_exercises.MASTER.is_file()
+needs_master = pytest.mark.skipif(
+    not HAS_MASTER, reason="notebooks/solutions/ was left out of this copy (a student handout)"
+)
+ANCHORS = [f"exercise-19-{n}" for n in range(1, 5)]
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+@needs_master
+def test_stored_student_notebook_is_a_fresh_generation_of_the_master():
+    fresh = make_exercises.student_notebook(read(make_exercises.MASTER))
+    stored = read(make_exercises.STUDENT)
+    assert make_exercises.cell_contents(stored) == make_exercises.cell_contents(fresh), (
+        "notebooks/07_exercises.ipynb is out of date: run `make exercises`"
+    )
+    assert make_exercises.main(["--check"]) == 0
+
+
+@needs_master
+def test_check_mode_fails_on_a_hand_edit(tmp_path, monkeypatch, capsys):
+    edited = read(make_exercises.STUDENT)
+    edited.cells[0].source += "\nA line added by hand."
+    nbformat.write(edited, tmp_path / "07_exercises.ipynb")
+    monkeypatch.setattr(make_exercises, "STUDENT", tmp_path / "07_exercises.ipynb")
+    assert make_exercises.main(["--check"]) == 1
+    assert "run `make exercises`" in capsys.readouterr().out
+
+
+@needs_master
+def test_no_solution_reaches_the_student_notebook():
+    master, student = read(make_exercises.MASTER), read(make_exercises.STUDENT)
+    region = re.compile(r"BEGIN SOLUTION\n(.*?)\n[^\n]*END SOLUTION", re.DOTALL)
+    student_text = "\n".join(cell.source for cell in student.cells)
+    solutions = [body for cell in master.cells for body in region.findall(cell.source)]
+    assert len(solutions) >= 8  # 19.1-19.4: code answers and written answers
+    assert "SOLUTION" not in student_text
+    for body in solutions:
+        for line in body.splitlines():
+            if len(line.strip()) > 20:  # stub-sized lines such as "return out" may recur
+                assert line.strip() not in student_text, line
+
+
+@needs_master
+def test_each_exercise_has_an_anchored_heading_a_scaffold_and_a_checker():
+    for path in (make_exercises.MASTER, make_exercises.STUDENT):
+        nb = read(path)
+        headings = [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
+        for number, anchor in enumerate(ANCHORS, 1):
+            heading = [text for text in headings if f'<a id="{anchor}"></a>' in text]
+            assert len(heading) == 1, (path.name, anchor)
+            assert f"## Exercise 19.{number}" in heading[0]
+        code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+        for number in range(1, 5):
+            assert f"check_exercise_19_{number}(" in code
+    student_code = [cell.source for cell in read(make_exercises.STUDENT).cells]
+    assert sum("raise NotImplementedError()" in source for source in student_code) == 5
+
+
+@needs_master
+def test_every_solution_cell_carries_nbgrader_metadata_with_its_own_grade_id():
+    """nbgrader refuses a region outside a solution cell, and a written answer without points.
+
+    Code answers are autograded answer cells (solution, not graded themselves: the checker
+    cells test them); written answers are manually graded cells with points.
+    """
+    grade_ids = []
+    for cell in read(make_exercises.MASTER).cells:
+        if make_exercises.BEGIN in cell.source:
+            nbgrader = cell.metadata.get("nbgrader", {})
+            assert nbgrader.get("solution") is True and nbgrader.get("schema_version") == 3
+            if cell.cell_type == "markdown":
+                assert nbgrader.get("grade") is True and nbgrader.get("points", 0) > 0
+            else:
+                assert nbgrader.get("grade") is False
+            grade_ids.append(nbgrader["grade_id"])
+    assert len(grade_ids) == len(set(grade_ids)) == 8
+
+
+@needs_master
+def test_the_19_1_choices_in_the_notebook_are_the_checkers():
+    markdown = "\n".join(
+        cell.source for cell in read(make_exercises.MASTER).cells if cell.cell_type == "markdown"
+    )
+    rows = dict(re.findall(r"^\| ([a-d]) \| (.+?) \|$", markdown, re.MULTILINE))
+    tables = (
+        exercises.ROLE_CHOICES,
+        exercises.VALUES_DOUBLED_CHOICES,
+        exercises.EQUAL_SCORES_CHOICES,
+    )
+    for table in tables:
+        for letter, text in table.items():
+            assert f"| {letter} | {text} |" in markdown, text
+    assert rows  # the tables were found at all
+
+
+def test_code_regions_become_the_nbgrader_stub_at_their_indentation():
+    source = (
+        'def f(x):\n    "Doc."\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n'
+        "    ### END SOLUTION\n\n\ndef g():\n  ### BEGIN SOLUTION\n  return 2\n  ### END SOLUTION"
+    )
+    assert make_exercises.clear_solutions(source, "code") == (
+        'def f(x):\n    "Doc."\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n\n'
+        "def g():\n  # YOUR CODE HERE\n  raise NotImplementedError()"
+    )
+    # as in nbgrader, a delimiter is a whole line: a mention inside other text is no region
+    mention = "x = 1  # see ### BEGIN SOLUTION below"
+    assert make_exercises.clear_solutions(mention, "code") == mention
+
+
+def test_markdown_regions_become_the_answer_prompt():
+    source = "**Your answer.**\n\n### BEGIN SOLUTION\nBecause $a=b$.\n### END SOLUTION\nAfter."
+    assert make_exercises.clear_solutions(source, "markdown") == (
+        "**Your answer.**\n\nYOUR ANSWER HERE\nAfter."
+    )
+    assert make_exercises.clear_solutions("no region", "markdown") == "no region"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "### BEGIN SOLUTION\nx = 1",
+        "x = 1\n### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
+    ],
+)
+def test_unbalanced_delimiters_are_refused(source):
+    with pytest.raises(ValueError, match="SOLUTION"):
+        make_exercises.clear_solutions(source, "code")
+
+
+def test_links_are_rebased_for_the_student_folder():
+    text = (
+        "[readme](../../README.md) [self](07_exercises_solutions.ipynb) "
+        "[two](../02_why_sqrt_dk.ipynb#exercise) [here](#top) [web](https://arxiv.org/abs/1)"
+    )
+    assert make_exercises.rebase_links(text, "notebooks/solutions", "notebooks") == (
+        "[readme](../README.md) [self](solutions/07_exercises_solutions.ipynb) "
+        "[two](02_why_sqrt_dk.ipynb#exercise) [here](#top) [web](https://arxiv.org/abs/1)"
+    )
+
+
+def checker_reports(path):
+    """The text each ``check_exercise_19_N(...)`` cell stored, in order."""
+    reports = []
+    for cell in read(path).cells:
+        if cell.cell_type == "code" and cell.source.startswith("check_exercise_19_"):
+            texts = [output.get("data", {}).get("text/plain", "") for output in cell.outputs]
+            reports.append("".join(texts))
+    return reports
+
+
+@needs_master
+def test_stored_solutions_pass_every_checker_and_the_scaffolds_are_not_attempted():
+    solved = checker_reports(make_exercises.MASTER)
+    scaffold = checker_reports(make_exercises.STUDENT)
+    assert len(solved) == len(scaffold) == 4
+    for number, (done, todo) in enumerate(zip(solved, scaffold, strict=True), 1):
+        assert done.startswith(f"Exercise 19.{number} · ") and ": passed\n" in done
+        assert todo.startswith(f"Exercise 19.{number} · ") and ": not attempted yet\n" in todo
