@@ -274,9 +274,12 @@ def streaming_attention_forward(
     log_sum_exp = np.empty(batch + (n_queries,), dtype)
 
     def forward_part(heads, stripe):
-        part_Q, part_K, part_V = Qb[heads], Kb[heads], Vb[heads]
+        part_Q, part_V = Qb[heads], Vb[heads]
         part_mask = None if full_mask is None else full_mask[heads]
         head_shape = part_Q.shape[:-2]
+        # BLAS multiplies by a contiguous K^T faster than by the transposed view
+        # (as in the dense pass); T x d numbers, the size of the output.
+        part_K_t = np.ascontiguousarray(np.swapaxes(Kb[heads], -1, -2))
         scores = np.empty(head_shape + (block_size, block_size), dtype)
         key_blocks = _blocks(n_keys, block_size)
         for rows in _blocks(n_queries, block_size, stripe, stripes):
@@ -289,7 +292,7 @@ def streaming_attention_forward(
                 if not visit:
                     continue
                 block = scores[..., : rows.stop - rows.start, : cols.stop - cols.start]
-                np.matmul(query, np.swapaxes(part_K[..., cols, :], -1, -2), out=block)
+                np.matmul(query, part_K_t[..., cols], out=block)
                 if block_mask is not None:
                     np.copyto(block, -np.inf, where=~block_mask)
                 new_max = np.maximum(row_max, block.max(axis=-1))
@@ -437,7 +440,7 @@ def streaming_attention_backward(grad_output, cache):
         query_blocks = _blocks(n_queries, block_size)
         for cols in _blocks(n_keys, block_size, stripe, stripes):
             key, value = part_K[..., cols, :], part_V[..., cols, :]
-            key_t, value_t = np.swapaxes(key, -1, -2), np.swapaxes(value, -1, -2)
+            key_t, value_t = (np.ascontiguousarray(np.swapaxes(a, -1, -2)) for a in (key, value))
             key_grad = grad_K[heads][..., cols, :]
             value_grad = grad_V[heads][..., cols, :]
             for rows in query_blocks:
