@@ -280,7 +280,7 @@ def streaming_attention_forward(
         # BLAS multiplies by a contiguous K^T faster than by the transposed view
         # (as in the dense pass); T x d numbers, the size of the output.
         part_K_t = np.ascontiguousarray(np.swapaxes(Kb[heads], -1, -2))
-        scores = np.empty(head_shape + (block_size, block_size), dtype)
+        scores = np.empty(head_shape + (min(block_size, n_queries), min(block_size, n_keys)), dtype)
         key_blocks = _blocks(n_keys, block_size)
         for rows in _blocks(n_queries, block_size, stripe, stripes):
             query = part_Q[..., rows, :] * scale  # cheaper than scaling every score
@@ -435,7 +435,9 @@ def streaming_attention_backward(grad_output, cache):
             grad_Q_shares[(heads, stripe)] = part_grad_Q
         else:
             part_grad_Q = grad_Q[heads]
-        weights = np.empty(head_shape + (block_size, block_size), dtype)
+        weights = np.empty(
+            head_shape + (min(block_size, n_queries), min(block_size, n_keys)), dtype
+        )
         grad_scores = np.empty_like(weights)
         query_blocks = _blocks(n_queries, block_size)
         for cols in _blocks(n_keys, block_size, stripe, stripes):
