@@ -153,11 +153,6 @@ def _run(task, batch, stripes, stripe_bytes):
     for_each_part(run_part, batch + (stripes,), stripe_bytes)
 
 
-def _row_sums(block):
-    # By BLAS: a matrix-vector product is about three times faster than np.sum here.
-    return (block @ np.ones((block.shape[-1], 1), block.dtype))[..., 0]
-
-
 # ---------------------------------------------------------------- input checks
 
 
@@ -277,13 +272,16 @@ def streaming_attention_forward(
         part_Q, part_V = Qb[heads], Vb[heads]
         part_mask = None if full_mask is None else full_mask[heads]
         head_shape = part_Q.shape[:-2]
-        # BLAS multiplies by a contiguous K^T faster than by the transposed view
-        # (as in the dense pass); T x d numbers, the size of the output.
-        part_K_t = np.ascontiguousarray(np.swapaxes(Kb[heads], -1, -2))
-        scores = np.empty(head_shape + (min(block_size, n_queries), min(block_size, n_keys)), dtype)
+        # The scale goes into one copy of K^T (T x d numbers) instead of every score,
+        # and BLAS multiplies by a contiguous K^T faster than by a transposed view.
+        scaled_K_t = np.ascontiguousarray(np.swapaxes(Kb[heads], -1, -2))
+        scaled_K_t *= scale
+        block_shape = (min(block_size, n_queries), min(block_size, n_keys))
+        scores = np.empty(head_shape + block_shape, dtype)
+        ones = np.ones((block_shape[1], 1), dtype)
         key_blocks = _blocks(n_keys, block_size)
         for rows in _blocks(n_queries, block_size, stripe, stripes):
-            query = part_Q[..., rows, :] * scale  # cheaper than scaling every score
+            query = part_Q[..., rows, :]
             row_max = np.full(head_shape + (rows.stop - rows.start,), -np.inf, dtype)
             row_sum = np.zeros_like(row_max)
             acc = np.zeros(head_shape + (rows.stop - rows.start, V.shape[-1]), dtype)
@@ -292,20 +290,22 @@ def streaming_attention_forward(
                 if not visit:
                     continue
                 block = scores[..., : rows.stop - rows.start, : cols.stop - cols.start]
-                np.matmul(query, part_K_t[..., cols], out=block)
+                np.matmul(query, scaled_K_t[..., cols], out=block)
                 if block_mask is not None:
                     np.copyto(block, -np.inf, where=~block_mask)
-                new_max = np.maximum(row_max, block.max(axis=-1))
-                # A row with nothing readable yet keeps max -inf: shift it by 0, so
-                # that exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN.
-                shift = np.where(np.isneginf(new_max), 0, new_max)
+                new_max = shift = np.maximum(row_max, block.max(axis=-1))
+                if block_mask is not None:
+                    # A row with nothing readable yet keeps max -inf: shift it by 0, so
+                    # that exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN. (Without a
+                    # mask every row of the block is readable, so every max is finite.)
+                    shift = np.where(np.isneginf(new_max), 0, new_max)
                 block -= shift[..., None]
                 np.exp(block, out=block)
                 # The running sums and partial outputs were relative to the old
                 # maximum: bring them to the new one (a factor <= 1, 0 at the start).
                 rescale = np.exp(row_max - shift)
                 row_sum *= rescale
-                row_sum += _row_sums(block)
+                row_sum += (block @ ones[: block.shape[-1]])[..., 0]  # BLAS: 3x np.sum
                 acc *= rescale[..., None]
                 acc += block @ part_V[..., cols, :]
                 row_max = new_max
@@ -441,8 +441,12 @@ def streaming_attention_backward(grad_output, cache):
         grad_scores = np.empty_like(weights)
         query_blocks = _blocks(n_queries, block_size)
         for cols in _blocks(n_keys, block_size, stripe, stripes):
-            key, value = part_K[..., cols, :], part_V[..., cols, :]
-            key_t, value_t = (np.ascontiguousarray(np.swapaxes(a, -1, -2)) for a in (key, value))
+            # The scale goes into this block of keys (both products that use it need it);
+            # BLAS multiplies by contiguous K^T and V^T faster than by transposed views.
+            key = part_K[..., cols, :] * scale
+            key_t, value_t = (
+                np.ascontiguousarray(np.swapaxes(a, -1, -2)) for a in (key, part_V[..., cols, :])
+            )
             key_grad = grad_K[heads][..., cols, :]
             value_grad = grad_V[heads][..., cols, :]
             for rows in query_blocks:
@@ -451,7 +455,7 @@ def streaming_attention_backward(grad_output, cache):
                     continue
                 shape = (rows.stop - rows.start, cols.stop - cols.start)
                 block = weights[..., : shape[0], : shape[1]]
-                query = part_Q[..., rows, :] * scale
+                query = part_Q[..., rows, :]
                 block_grad_output = part_grad_output[..., rows, :]
                 np.matmul(query, key_t, out=block)
                 if block_mask is not None:
@@ -463,10 +467,9 @@ def streaming_attention_backward(grad_output, cache):
                 np.matmul(block_grad_output, value_t, out=block_grad)  # grad_A ...
                 block_grad -= row_dot[..., rows, None]
                 block_grad *= block  # ... turned into grad_S: zero where A is zero
-                # query was scaled, so this is already scale * grad_S^T Q.
                 key_grad += np.swapaxes(block_grad, -1, -2) @ query
-                part_grad_Q[..., rows, :] += block_grad @ key
-        part_grad_Q *= scale
+                part_grad_Q[..., rows, :] += block_grad @ key  # key was scaled
+            key_grad *= scale
 
     head_bytes = n_queries * n_keys * dtype.itemsize
     stripes = _stripes(math.prod(batch), math.ceil(n_keys / block_size))
