@@ -227,12 +227,27 @@ def speed_verdicts(rows):
 def run(lengths, cases, repeats, budget_s, idle_s, with_torch):
     print(f"machine: {machine()}")
     print(f"torch: {torch_version() if with_torch else 'not used (--smoke)'}")
+    memory_rows, speed_rows = [], []
+    if lengths:
+        memory_rows = run_memory(lengths)
+    if cases:
+        speed_rows = run_speed(cases, repeats, budget_s, idle_s, with_torch)
+    print()
+    for line in [memory_verdict(memory_rows), *speed_verdicts(speed_rows)]:
+        print(line)
+    return memory_rows, speed_rows
+
+
+def run_memory(lengths):
     print()
     print("Peak memory of forward+backward, one head, d = 64, float32 (tracemalloc, MiB):")
     print()
     print("| T | streaming MiB | dense MiB | streaming/dense |")
     print("|---:|---:|---:|---:|", flush=True)
-    memory_rows = memory_table(lengths)
+    return memory_table(lengths)
+
+
+def run_speed(cases, repeats, budget_s, idle_s, with_torch):
     print()
     print("Forward+backward, float32, medians in ms (middle half of the per-round ratios):")
     print()
@@ -241,13 +256,9 @@ def run(lengths, cases, repeats, budget_s, idle_s, with_torch):
         "| streaming/dense |"
     )
     print("|---|---|---:|---:|---:|---:|---:|", flush=True)
-    speed_rows = [
+    return [
         speed_row(shape, causal, repeats, budget_s, idle_s, with_torch) for shape, causal in cases
     ]
-    print()
-    for line in [memory_verdict(memory_rows), *speed_verdicts(speed_rows)]:
-        print(line)
-    return memory_rows, speed_rows
 
 
 def main():
@@ -256,13 +267,19 @@ def main():
     parser.add_argument(
         "--threads", type=int, default=None, help="BLAS (and torch) threads; default: all"
     )
+    parser.add_argument(
+        "--only", choices=["memory", "speed"], default=None, help="one of the two tables"
+    )
     args = parser.parse_args()
     if args.threads is not None:
         threadpool_limits(args.threads)
+    lengths, cases = (SMOKE_LENGTHS, SMOKE_CASES) if args.smoke else (MEMORY_LENGTHS, SPEED_CASES)
+    lengths = [] if args.only == "speed" else lengths
+    cases = [] if args.only == "memory" else cases
     if args.smoke:
-        run(SMOKE_LENGTHS, SMOKE_CASES, repeats=2, budget_s=0.0, idle_s=0.0, with_torch=False)
+        run(lengths, cases, repeats=2, budget_s=0.0, idle_s=0.0, with_torch=False)
     else:
-        run(MEMORY_LENGTHS, SPEED_CASES, repeats=9, budget_s=1.0, idle_s=IDLE_S, with_torch=True)
+        run(lengths, cases, repeats=9, budget_s=1.0, idle_s=IDLE_S, with_torch=True)
 
 
 if __name__ == "__main__":
