@@ -193,7 +193,7 @@ def torch_version():
         import torch
     except ImportError:
         return "not installed"
-    return f"{torch.__version__} ({torch.get_num_threads()} threads)"
+    return f"{torch.__version__} ({blas_threads()} threads: set to the BLAS's count when timed)"
 
 
 def memory_verdict(rows):
@@ -205,7 +205,7 @@ def memory_verdict(rows):
                 f"memory at T = {length}: streaming {streaming_mib:.1f} MiB (target <= "
                 f"{limit // MIB} MiB: {verdict}), dense {dense_mib:.0f} MiB"
             )
-    return f"memory: T = {length} not measured (smoke sizes), no verdict"
+    return f"memory: T = {length} not measured in this run, no verdict"
 
 
 def speed_verdicts(rows):
