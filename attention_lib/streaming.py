@@ -274,8 +274,7 @@ def streaming_attention_forward(
         head_shape = part_Q.shape[:-2]
         # The scale goes into one copy of K^T (T x d numbers) instead of every score,
         # and BLAS multiplies by a contiguous K^T faster than by a transposed view.
-        scaled_K_t = np.ascontiguousarray(np.swapaxes(Kb[heads], -1, -2))
-        scaled_K_t *= scale
+        scaled_K_t = np.multiply(np.swapaxes(Kb[heads], -1, -2), scale, order="C")
         block_shape = (min(block_size, n_queries), min(block_size, n_keys))
         scores = np.empty(head_shape + block_shape, dtype)
         ones = np.ones((block_shape[1], 1), dtype)
