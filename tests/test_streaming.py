@@ -166,12 +166,13 @@ def assert_agree(got, expected, tolerance, dtype):
     """Agreement relative to the largest entry of each expected array.
 
     The inputs are O(1), so every array is too, except one that is zero up to
-    rounding (grad_Q with a single key: softmax over one key is constant); a
-    floor of 1e-3 keeps that one from dividing rounding by rounding.
+    rounding (grad_Q with a single key: softmax over one key is constant). Its
+    rounding comes from O(1) intermediate terms (about 1e-15 here), so the
+    largest entry is floored at 0.01 rather than dividing rounding by rounding.
     """
     for name, g, e in zip(("output", "grad_Q", "grad_K", "grad_V"), got, expected, strict=True):
         assert g.dtype == e.dtype == dtype and g.shape == e.shape, name
-        error = np.abs(g - e).max() / max(np.abs(e).max(), 1e-3)
+        error = np.abs(g - e).max() / max(np.abs(e).max(), 1e-2)
         assert error <= tolerance, f"{name}: error {error:.2e} relative to the largest entry"
 
 
