@@ -169,6 +169,75 @@ def print_speed_row(row):
     print("| " + " | ".join(cells) + " |", flush=True)
 
 
+# ---------------------------------------------------------------- where the time goes
+
+
+def block_products(block_size):
+    """The seven block products of streaming forward+backward (no mask), and nothing else."""
+
+    def products(Q, K, V, grad_output):
+        blocks = [slice(start, start + block_size) for start in range(0, Q.shape[-2], block_size)]
+        K_t = np.ascontiguousarray(np.swapaxes(K, -1, -2))
+        for rows in blocks:  # forward: scores, then weights times values
+            for cols in blocks:
+                (Q[..., rows, :] @ K_t[..., cols]) @ V[..., cols, :]
+        for cols in blocks:  # backward: scores again, then the four gradient products
+            key_t = np.ascontiguousarray(np.swapaxes(K[..., cols, :], -1, -2))
+            value_t = np.ascontiguousarray(np.swapaxes(V[..., cols, :], -1, -2))
+            for rows in blocks:
+                weights = Q[..., rows, :] @ key_t
+                np.swapaxes(weights, -1, -2) @ grad_output[..., rows, :]
+                grad_scores = grad_output[..., rows, :] @ value_t
+                np.swapaxes(grad_scores, -1, -2) @ Q[..., rows, :]
+                grad_scores @ K[..., cols, :]
+
+    return products
+
+
+def exp_passes(block_size, length):
+    """The two exp passes per block of forward+backward (one in each pass)."""
+    block = np.random.default_rng(0).standard_normal((block_size, block_size)).astype(np.float32)
+    out = np.empty_like(block)
+    n_blocks = (length // block_size) ** 2
+
+    def exps(Q, K, V, grad_output):
+        for _ in range(2 * n_blocks):
+            np.exp(block, out=out)
+
+    return exps
+
+
+def time_breakdown(length, block_size, repeats, idle_s, with_torch):
+    """Streaming forward+backward of one head on one thread, split into its parts."""
+    # (1, 1, T, d) as in the speed table: torch took 1.7x longer on a 2-D (T, d) input.
+    args = random_inputs((1, 1, length, 64))
+    parts = {
+        "streaming forward+backward": streaming_pass(False, block_size),
+        "the seven block products": block_products(block_size),
+        "the two exp passes": exp_passes(block_size, length),
+    }
+    with threadpool_limits(1):
+        # made under the limit, so torch gets one thread too
+        if with_torch and (theirs := torch_pass(False)) is not None:
+            parts["torch forward+backward"] = theirs
+        times = medians(round_ms(parts, args, repeats, 0.0, idle_s))
+    total = times["streaming forward+backward"]
+    print()
+    print(
+        f"Where the time goes: one head, T = {length}, d = 64, float32, one thread, blocks of "
+        f"{block_size} (medians):"
+    )
+    print()
+    for name, ms in times.items():
+        print(f"- {name}: {ms:.1f} ms ({ms / total:.2f} of streaming)")
+    rest = total - times["the seven block products"] - times["the two exp passes"]
+    print(
+        f"- the rest (other element-wise passes, Python per block): {rest:.1f} ms "
+        f"({rest / total:.2f})"
+    )
+    return times
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -268,18 +337,29 @@ def main():
         "--threads", type=int, default=None, help="BLAS (and torch) threads; default: all"
     )
     parser.add_argument(
-        "--only", choices=["memory", "speed"], default=None, help="one of the two tables"
+        "--only",
+        choices=["memory", "speed", "breakdown"],
+        default=None,
+        help="only the memory table, the speed table, or where the time goes",
     )
     args = parser.parse_args()
     if args.threads is not None:
         threadpool_limits(args.threads)
     lengths, cases = (SMOKE_LENGTHS, SMOKE_CASES) if args.smoke else (MEMORY_LENGTHS, SPEED_CASES)
+    if args.only == "breakdown":
+        if args.smoke:
+            time_breakdown(128, 32, repeats=2, idle_s=0.0, with_torch=False)
+        else:
+            time_breakdown(4096, 256, repeats=7, idle_s=IDLE_S, with_torch=True)
+        return
     lengths = [] if args.only == "speed" else lengths
     cases = [] if args.only == "memory" else cases
     if args.smoke:
         run(lengths, cases, repeats=2, budget_s=0.0, idle_s=0.0, with_torch=False)
+        time_breakdown(128, 32, repeats=2, idle_s=0.0, with_torch=False)
     else:
         run(lengths, cases, repeats=9, budget_s=1.0, idle_s=IDLE_S, with_torch=True)
+        time_breakdown(4096, 256, repeats=7, idle_s=IDLE_S, with_torch=True)
 
 
 if __name__ == "__main__":
