@@ -66,11 +66,10 @@ class StreamingCache(NamedTuple):
 
 
 class _Readable(NamedTuple):
-    """Who may read what: the causal flag, each position's document, the explicit mask."""
+    """Who may read what, besides an explicit mask: the causal flag and each position's document."""
 
     causal: bool
     document: np.ndarray | None
-    mask: np.ndarray | None  # broadcast to the full (..., T_q, T_k) weights (a view)
 
     def block(self, rows, cols, mask):
         """``(visit, block_mask)`` for one block of weights.
@@ -78,7 +77,7 @@ class _Readable(NamedTuple):
         ``visit`` is False when no query of ``rows`` may read any key of
         ``cols``; ``block_mask`` is None when every entry may be read, else a
         boolean array broadcastable to the block. ``mask`` is the explicit mask
-        of the heads at hand (or None).
+        of the heads at hand, broadcast to their ``(..., T_q, T_k)`` (or None).
         """
         pieces = []
         if self.causal:
@@ -264,7 +263,7 @@ def streaming_attention_forward(
     scale = dtype.type(1.0 / np.sqrt(Q.shape[-1]))
     Qb, Kb, Vb = (np.broadcast_to(a, batch + a.shape[-2:]) for a in (Q, K, V))
     full_mask = None if mask is None else np.broadcast_to(mask, batch + (n_queries, n_keys))
-    readable = _Readable(causal, document, full_mask)
+    readable = _Readable(causal, document)
     output = np.empty(batch + (n_queries, V.shape[-1]), dtype)
     log_sum_exp = np.empty(batch + (n_queries,), dtype)
 
@@ -410,7 +409,7 @@ def streaming_attention_backward(grad_output, cache):
         None if cache.mask is None else np.broadcast_to(cache.mask, batch + (n_queries, n_keys))
     )
     document = None if cache.document_lengths is None else document_ids(cache.document_lengths)
-    readable = _Readable(cache.causal, document, full_mask)
+    readable = _Readable(cache.causal, document)
     # Gradients over the full broadcast batch first; _sum_to_shape folds them back.
     grad_Q = np.zeros(batch + Q.shape[-2:], dtype)
     grad_K = np.zeros(batch + K.shape[-2:], dtype)
