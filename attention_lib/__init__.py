@@ -7,6 +7,8 @@ One idea per module:
 * :mod:`attention_lib.variance` - why divide by sqrt(d_k) (19.2)
 * :mod:`attention_lib.gradcheck` - finite-difference gradient checks
 * :mod:`attention_lib.exercises` - checkers for exercises 19.1-19.4 that name the mistake
+* :mod:`attention_lib.streaming` - the same attention in blocks with an online softmax,
+  without the T x T weights (FlashAttention's idea; the chapter's "In practice")
 * :mod:`attention_lib.plots` - every figure of the series, one style, a board style
 * :mod:`attention_lib.widgets` - the interactive explorers (one module each) and their shell
 * :mod:`attention_lib.pitfalls` - deliberately WRONG variants, each documented as wrong
@@ -52,6 +54,11 @@ from .masks import (
     valid_from_lengths,
     validate_mask,
 )
+from .streaming import (
+    StreamingCache,
+    streaming_attention_backward,
+    streaming_attention_forward,
+)
 from .variance import (
     SaturationStats,
     dot_product_variance,
@@ -78,6 +85,7 @@ __all__ = [
     "Finding",
     "GradCheckReport",
     "SaturationStats",
+    "StreamingCache",
     "attention_backward",
     "attention_forward",
     "attention_scores",
@@ -101,6 +109,8 @@ __all__ = [
     "softmax_backward",
     "softmax_entropy",
     "softmax_jacobian_norm",
+    "streaming_attention_backward",
+    "streaming_attention_forward",
     "valid_from_lengths",
     "validate_mask",
     "variance_standard_error",
