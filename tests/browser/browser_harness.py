@@ -541,29 +541,29 @@ class JupyterLabFrontend:
             self.page.wait_for_timeout(150)
 
     def _source_facts(self) -> dict[str, set[int]]:
-        """From the notebook file: which cells are non-empty code cells and
-        which are tagged raises-exception (an error there is the lesson)."""
         if self._facts is None:
-            nb = json.loads((self.server.root / self.notebook).read_text(encoding="utf-8"))
-            cells = nb.get("cells", [])
-
-            def source(cell):
-                src = cell.get("source", "")
-                return "".join(src) if isinstance(src, list) else src
-
-            self._facts = {
-                "code": {
-                    i
-                    for i, c in enumerate(cells)
-                    if c.get("cell_type") == "code" and source(c).strip()
-                },
-                "raises_exception": {
-                    i
-                    for i, c in enumerate(cells)
-                    if "raises-exception" in c.get("metadata", {}).get("tags", [])
-                },
-            }
+            self._facts = notebook_facts(self.server.root / self.notebook)
         return self._facts
+
+
+def notebook_facts(path: Path) -> dict[str, set[int]]:
+    """From the notebook file: which cells are non-empty code cells and which
+    are tagged raises-exception (an error there is the lesson), by index."""
+    cells = json.loads(Path(path).read_text(encoding="utf-8")).get("cells", [])
+
+    def source(cell):
+        src = cell.get("source", "")
+        return "".join(src) if isinstance(src, list) else src
+
+    def tags(cell):
+        return cell.get("metadata", {}).get("tags", [])
+
+    return {
+        "code": {
+            i for i, c in enumerate(cells) if c.get("cell_type") == "code" and source(c).strip()
+        },
+        "raises_exception": {i for i, c in enumerate(cells) if "raises-exception" in tags(c)},
+    }
 
 
 # --------------------------------------------------------------------------

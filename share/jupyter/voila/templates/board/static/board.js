@@ -1,6 +1,7 @@
-// The board page's own controls (templates/board/index.html.j2 puts them there):
-// each answer opens behind its "Show answer" button, and one switch shows or
-// hides every instructor note. Plain DOM, no build step, nothing fetched.
+// The board page's own behaviour (templates/board/index.html.j2 loads it):
+// each answer opens behind its "Show answer" button, one switch shows or
+// hides every instructor note, and explorer figures are scaled to fit one
+// screen. Plain DOM, no build step, nothing fetched.
 (function () {
   "use strict";
 
@@ -31,6 +32,34 @@
     });
     if (shown) relayout();
   }
+
+  // An explorer's figure is stretched to the column's width by its VBox; a
+  // tall one then runs off a 1080-pixel screen. Scale it to the largest size
+  // at which the whole explorer (controls, readout, figure, numbers) fits
+  // the window, keeping the figure's proportions. Every new PNG fires "load".
+  const FIGURE = "img.attn-figure";
+  const MARGIN = 24; // px kept free above and below the explorer
+
+  function fitFigure(img) {
+    const explorer = img.closest(".attn-explorer");
+    if (!explorer || !img.naturalWidth || !img.naturalHeight) return;
+    const others =
+      explorer.getBoundingClientRect().height - img.getBoundingClientRect().height;
+    const height = window.innerHeight - others - 2 * MARGIN;
+    const width = Math.max(200, Math.floor((height * img.naturalWidth) / img.naturalHeight));
+    img.style.width = `min(100%, ${width}px)`;
+    img.style.height = "auto";
+    img.style.alignSelf = "center";
+  }
+
+  document.addEventListener(
+    "load",
+    (event) => {
+      if (event.target.matches && event.target.matches(FIGURE)) fitFigure(event.target);
+    },
+    true, // load does not bubble; it can be caught on its way down
+  );
+  window.addEventListener("resize", () => document.querySelectorAll(FIGURE).forEach(fitFigure));
 
   document.addEventListener("click", (event) => {
     const answer = event.target.closest(".board-reveal");
