@@ -81,7 +81,9 @@ SHUTDOWN_JS = """async () => {
 
 # Code of the notebook as it would look on the page: editors, highlighted
 # sources, input areas. The board template sends none of them.
-CODE_SELECTORS = ".jp-CodeCell .jp-InputArea, .jp-InputArea-editor, .jp-CodeMirrorEditor, .cm-editor"
+CODE_SELECTORS = (
+    ".jp-CodeCell .jp-InputArea, .jp-InputArea-editor, .jp-CodeMirrorEditor, .cm-editor"
+)
 
 # WCAG 2 contrast of the first paragraph's text against the page behind it.
 CONTRAST_JS = """() => {
