@@ -33,6 +33,8 @@ lab: setup
 # share/jupyter/voila/templates/board, so no page asks a CDN for anything. NB= serves one
 # notebook, THEME=dark the dark theme (any page also takes ?theme=dark), PORT= another port.
 # ATTENTION_STYLE=board is read by the explorers and figures as their default style.
+# Voila's own kernel shutdown on closing a page is refused (no _xsrf cookie in 0.5.13), so
+# kernels left without a page are culled after 10 idle minutes; a page still open keeps its.
 NB ?=
 THEME ?= light
 PORT ?= 8866
@@ -40,7 +42,8 @@ board: setup
 	ATTENTION_STYLE=board JUPYTER_PATH=$(CURDIR)/share/jupyter$(if $(JUPYTER_PATH),:$(JUPYTER_PATH)) \
 	  $(BIN)/voila $(or $(NB),notebooks) --template=board --theme=$(THEME) \
 	  --Voila.ip=127.0.0.1 --port=$(PORT) --classic_tree=True --show_tracebacks=True \
-	  --VoilaConfiguration.allow_theme_override=YES
+	  --VoilaConfiguration.allow_theme_override=YES \
+	  --MappingKernelManager.cull_idle_timeout=600 --MappingKernelManager.cull_interval=60
 
 # A reveal.js slide deck of one notebook from its stored outputs (static figures), code
 # hidden, instructor notes left out: build/slides/NAME.slides.html. reveal.js, MathJax and

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .browser_harness import Expectation, check_explorer, guarded
+from .browser_harness import BrowserCheckError, Expectation, check_explorer, guarded
 from .conftest import ARTIFACTS
 from .notebook_registry import NOTEBOOKS, REPO, notebooks_to_drive
 from .voila_frontend import BOARD_VIEWPORT
@@ -164,3 +164,33 @@ def test_board_notebook_list(chromium, voila, network_guard, screenshot_path):
             page.close()
     expected = [f"/voila/render/{p}?" for p in PLAN]
     assert [link for link in links if "/render/" in link] == expected
+
+
+# The board front end's checks proven on the harness fixtures: a failure on the
+# board page is found, not passed over.
+
+
+def test_board_catches_a_broken_callback(board):
+    with pytest.raises(BrowserCheckError) as caught:
+        check_explorer(board, "fixtures/broken_callback.ipynb", Expectation())
+    message = str(caught.value)
+    assert "the widget callback raised" in message
+    # Voila shows the error nowhere; the kernel's error message on the page's
+    # websocket is what the front end reads.
+    assert "NameError: name 'drow' is not defined" in message
+
+
+def test_board_catches_an_error_cell(board):
+    with pytest.raises(BrowserCheckError) as caught:
+        check_explorer(board, "fixtures/error_cell.ipynb", Expectation())
+    message = str(caught.value)
+    assert message.startswith("error output after Run All:\ncell 2:"), message
+    assert "ZeroDivisionError" in message
+
+
+def test_board_page_of_the_explorer_fixture_passes(board):
+    """A tagged deliberate error and a warning on stderr are not errors on the
+    board page either; keyboard and mouse both change the figure."""
+    changes = check_explorer(board, "fixtures/explorer.ipynb", Expectation())
+    assert [c.after["readout"] for c in changes][:1] == ["n = 4"]
+    assert changes[-1].how == "dragging the slider handle"

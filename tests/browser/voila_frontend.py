@@ -14,8 +14,8 @@ widget DOM is the same. What differs:
   the kernel still sends it as an ``error`` message on the page's kernel
   websocket, which the front end reads.
 - ``close`` shuts the page's kernel down the way Voila's own ``beforeunload``
-  handler does (a POST to ``voila/api/shutdown/<id>``), so idle kernels do not
-  pile up on two cores.
+  handler means to (a POST to ``voila/api/shutdown/<id>``), so idle kernels do
+  not pile up on two cores, and fails if Voila refuses.
 
 Beyond the protocol it answers the board's own questions: is any code on the
 page, is the text readable against the page (contrast), is the page dark, and
@@ -65,15 +65,19 @@ CELLS_JS = """() => [...document.querySelectorAll('#rendered_cells [cell-index]'
             .map(o => o.textContent),
     }))"""
 
-# What Voila's own beforeunload handler sends to stop the page's kernel.
+# What Voila's own beforeunload handler sends to stop the page's kernel. Its
+# form carries the page's _xsrf cookie, which Voila 0.5.13 never sets, so the
+# server refuses it (403); the test sets one first (tornado's double-submit
+# check only compares the cookie with the form field).
 SHUTDOWN_JS = """async () => {
     const config = document.getElementById('jupyter-config-data');
     if (!config) return null;
     const {baseUrl, kernelId} = JSON.parse(config.textContent);
     if (!kernelId) return null;
+    const xsrf = crypto.randomUUID().replaceAll('-', '');
+    document.cookie = `_xsrf=${xsrf}; path=/`;
     const form = new FormData();
-    const xsrf = document.cookie.match(/\\b_xsrf=([^;]*)\\b/);
-    form.append('_xsrf', xsrf ? xsrf[1] : '');
+    form.append('_xsrf', xsrf);
     const response = await fetch(`${baseUrl}voila/api/shutdown/${kernelId}`,
                                  {method: 'POST', body: form});
     return response.status;
@@ -246,10 +250,11 @@ class VoilaFrontend:
     def close(self) -> None:
         self.guard.recording = False  # requests aborted by closing are not failures
         try:
-            if not self.page.is_closed():
-                self.page.evaluate(SHUTDOWN_JS)
+            status = None if self.page.is_closed() else self.page.evaluate(SHUTDOWN_JS)
         finally:
             self.page.close()
+        if status not in (None, 204):
+            raise BrowserCheckError(f"Voila refused to shut the page's kernel down: HTTP {status}")
 
     # -- the board's own questions ----------------------------------------
 

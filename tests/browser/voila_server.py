@@ -23,6 +23,8 @@ BOARD_OPTIONS = [
     "--classic_tree=True",
     "--show_tracebacks=True",
     "--VoilaConfiguration.allow_theme_override=YES",
+    "--MappingKernelManager.cull_idle_timeout=600",
+    "--MappingKernelManager.cull_interval=60",
 ]
 
 
