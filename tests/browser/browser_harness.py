@@ -45,10 +45,9 @@ Front ends
 ----------
 ``Frontend`` is the small protocol a front end implements (open a notebook,
 run it, find the explorer, move keyboard focus into it). ``JupyterLabFrontend``
-is the one we have; a Voila page served on 127.0.0.1 can join by implementing
-the same protocol (``run_all`` is a no-op there: Voila runs the notebook on
-load). The widget DOM is the same in both, so ``Explorer`` and the checks are
-shared.
+is here; ``voila_frontend.VoilaFrontend`` is the board page (Voila with the
+board template; ``run_all`` is a no-op there: Voila runs the notebook on load).
+The widget DOM is the same in both, so ``Explorer`` and the checks are shared.
 
 Nothing here imports Playwright at module level: without it, this module still
 imports (pytest's doctest collection reads it) and the tests skip or fail as
@@ -273,7 +272,7 @@ class Explorer:
 
 
 class Frontend(Protocol):
-    """What the checks need from a front end (JupyterLab now, Voila later)."""
+    """What the checks need from a front end (JupyterLab, the Voila board page)."""
 
     name: str
     page: Page
