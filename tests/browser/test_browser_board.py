@@ -32,12 +32,8 @@ def board_plan() -> dict[str, Expectation]:
     """Every notebook of the series (notebooks/*.ipynb, not solutions/), with
     the registry's expectation where it has one."""
     driven = notebooks_to_drive()
-    return {
-        path.relative_to(REPO).as_posix(): driven.get(
-            path.relative_to(REPO).as_posix(), NO_EXPLORER
-        )
-        for path in sorted(NOTEBOOKS.glob("*.ipynb"))
-    }
+    paths = [p.relative_to(REPO).as_posix() for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+    return {path: driven.get(path, NO_EXPLORER) for path in paths}
 
 
 PLAN = board_plan()
@@ -116,6 +112,8 @@ def test_board_template_honours_cell_tags(board, screenshot_path):
         assert marker not in html, f"a board-hide cell reached the page ({marker})"
     # The hidden setup cell still ran: the next cell uses what it defined.
     assert page.get_by_text("after the hidden setup: 42").is_visible()
+    # make board's switch reaches the kernels: explorers built there default to "board".
+    assert page.get_by_text("style switch: board").is_visible()
     assert not board.code_on_page()
 
     # MathJax from Voila's own static files (the guard fails the test on a CDN).
