@@ -396,16 +396,12 @@ class JupyterLabFrontend:
         return self._unexecuted(self._cells())
 
     def explorer(self) -> Explorer:
-        root = self.page.locator(f".jp-NotebookPanel .{EXPLORER}").first
-        try:
-            root.wait_for(state="attached", timeout=CHANGE_TIMEOUT)
-        except Exception as exc:  # playwright TimeoutError
-            raise BrowserCheckError(
-                f"no element with class {EXPLORER!r} appeared after Run All "
-                f"(did the explorer cell display its VBox, with .add_class({EXPLORER!r})?)"
-            ) from exc
-        root.scroll_into_view_if_needed()
-        return Explorer.within(root)
+        return find_explorer(
+            self.page,
+            ".jp-NotebookPanel",
+            "appeared after Run All "
+            f"(did the explorer cell display its VBox, with .add_class({EXPLORER!r})?)",
+        )
 
     def focus_by_keyboard(self, explorer: Explorer) -> int:
         """Command mode, arrow keys to the explorer's cell, then Tab.
@@ -543,6 +539,18 @@ class JupyterLabFrontend:
         if self._facts is None:
             self._facts = notebook_facts(self.server.root / self.notebook)
         return self._facts
+
+
+def find_explorer(page: Page, container: str, missing: str) -> Explorer:
+    """The first explorer inside ``container`` (a CSS selector), scrolled into
+    view; ``missing`` ends the error message when there is none."""
+    root = page.locator(f"{container} .{EXPLORER}").first
+    try:
+        root.wait_for(state="attached", timeout=CHANGE_TIMEOUT)
+    except Exception as exc:  # playwright TimeoutError
+        raise BrowserCheckError(f"no element with class {EXPLORER!r} {missing}") from exc
+    root.scroll_into_view_if_needed()
+    return Explorer.within(root)
 
 
 def notebook_facts(path: Path) -> dict[str, set[int]]:

@@ -21,7 +21,7 @@ from .browser_harness import (
     launch_chromium,
     missing_browser_tools,
 )
-from .lab_server import JupyterLabServer
+from .lab_server import JupyterLabServer, LocalJupyterServer
 from .notebook_registry import FIXTURES, NOTEBOOKS, REPO
 from .voila_frontend import VoilaFrontend
 from .voila_server import VoilaServer
@@ -45,20 +45,26 @@ def require_browser() -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    """A JupyterLab serving temporary copies of notebooks/ and the fixtures."""
-    require_browser()
-    server = JupyterLabServer(
-        tmp_path_factory.mktemp("jupyterlab"),
-        sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
-        pythonpath=REPO,
-    )
+def _running(server: LocalJupyterServer) -> Iterator[LocalJupyterServer]:
+    """Start the server, hand it out, stop it whatever happened meanwhile."""
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    """A JupyterLab serving temporary copies of notebooks/ and the fixtures."""
+    require_browser()
+    yield from _running(
+        JupyterLabServer(
+            tmp_path_factory.mktemp("jupyterlab"),
+            sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
+            pythonpath=REPO,
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -66,17 +72,14 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VoilaServer]:
     """Voila with the board template (as `make board` runs it) serving
     temporary copies of notebooks/ and the fixtures."""
     require_browser()
-    server = VoilaServer(
-        tmp_path_factory.mktemp("voila"),
-        sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
-        share=REPO / "share" / "jupyter",
-        pythonpath=REPO,
+    yield from _running(
+        VoilaServer(
+            tmp_path_factory.mktemp("voila"),
+            sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
+            share=REPO / "share" / "jupyter",
+            pythonpath=REPO,
+        )
     )
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .browser_harness import (
-    CHANGE_TIMEOUT,
-    EXPLORER,
     MAX_TABS,
     PAGE_TIMEOUT,
     RUN_ALL_TIMEOUT,
@@ -39,6 +37,7 @@ from .browser_harness import (
     Explorer,
     NetworkGuard,
     _excerpt,
+    find_explorer,
     looks_like_traceback,
     notebook_facts,
 )
@@ -220,16 +219,12 @@ class VoilaFrontend:
         return sorted(self._source_facts()["code"] - shown)
 
     def explorer(self) -> Explorer:
-        root = self.page.locator(f"#rendered_cells .{EXPLORER}").first
-        try:
-            root.wait_for(state="attached", timeout=CHANGE_TIMEOUT)
-        except Exception as exc:  # playwright TimeoutError
-            raise BrowserCheckError(
-                f"no element with class {EXPLORER!r} on the board page "
-                "(is the explorer's cell tagged board-hide, or inside a hidden answer?)"
-            ) from exc
-        root.scroll_into_view_if_needed()
-        return Explorer.within(root)
+        return find_explorer(
+            self.page,
+            "#rendered_cells",
+            "on the board page "
+            "(is the explorer's cell tagged board-hide, or inside a hidden answer?)",
+        )
 
     def focus_by_keyboard(self, explorer: Explorer) -> int:
         explorer.root.evaluate(
