@@ -9,7 +9,7 @@ NOTEBOOKS := $(shell find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpo
 # Tests and kernels import attention_lib from this checkout, whatever the venv holds.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: lab test execute exercises lock setup
+.PHONY: lab board slides test execute exercises lock setup
 
 setup: $(STAMP)
 
@@ -28,6 +28,31 @@ lab: setup
 	mkdir -p notebooks
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Board mode (README, "Instructors"): Voila on 127.0.0.1 with the board template of
+# share/jupyter/voila/templates/board, so no page asks a CDN for anything. NB= serves one
+# notebook, THEME=dark the dark theme (any page also takes ?theme=dark), PORT= another port.
+# ATTENTION_STYLE=board is read by the explorers and figures as their default style.
+# Voila's own kernel shutdown on closing a page is refused (no _xsrf cookie in 0.5.13), so
+# kernels left without a page are culled after 10 idle minutes; a page still open keeps its.
+NB ?=
+THEME ?= light
+PORT ?= 8866
+board: setup
+	ATTENTION_STYLE=board JUPYTER_PATH=$(CURDIR)/share/jupyter$(if $(JUPYTER_PATH),:$(JUPYTER_PATH)) \
+	  $(BIN)/voila $(or $(NB),notebooks) --template=board --theme=$(THEME) \
+	  --Voila.ip=127.0.0.1 --port=$(PORT) --classic_tree=True --show_tracebacks=True \
+	  --VoilaConfiguration.allow_theme_override=YES \
+	  --MappingKernelManager.cull_idle_timeout=600 --MappingKernelManager.cull_interval=60
+
+# A reveal.js slide deck of one notebook from its stored outputs (static figures), code
+# hidden, instructor notes left out: build/slides/NAME.slides.html. reveal.js, MathJax and
+# require.js come from CDNs (README, "Instructors").
+slides: setup
+	@test -n "$(NB)" || { echo "usage: make slides NB=notebooks/NN_name.ipynb" >&2; exit 2; }
+	$(BIN)/jupyter nbconvert --to slides --no-input --no-prompt \
+	  --TagRemovePreprocessor.remove_cell_tags='["instructor-note"]' \
+	  --output-dir build/slides $(NB)
 
 # pytest exits 5 when it collects nothing: accepted for the notebook step only when
 # there is no notebook at all (the series is still being written).

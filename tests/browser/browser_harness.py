@@ -45,10 +45,9 @@ Front ends
 ----------
 ``Frontend`` is the small protocol a front end implements (open a notebook,
 run it, find the explorer, move keyboard focus into it). ``JupyterLabFrontend``
-is the one we have; a Voila page served on 127.0.0.1 can join by implementing
-the same protocol (``run_all`` is a no-op there: Voila runs the notebook on
-load). The widget DOM is the same in both, so ``Explorer`` and the checks are
-shared.
+is here; ``voila_frontend.VoilaFrontend`` is the board page (Voila with the
+board template; ``run_all`` is a no-op there: Voila runs the notebook on load).
+The widget DOM is the same in both, so ``Explorer`` and the checks are shared.
 
 Nothing here imports Playwright at module level: without it, this module still
 imports (pytest's doctest collection reads it) and the tests skip or fail as
@@ -273,7 +272,7 @@ class Explorer:
 
 
 class Frontend(Protocol):
-    """What the checks need from a front end (JupyterLab now, Voila later)."""
+    """What the checks need from a front end (JupyterLab, the Voila board page)."""
 
     name: str
     page: Page
@@ -397,16 +396,12 @@ class JupyterLabFrontend:
         return self._unexecuted(self._cells())
 
     def explorer(self) -> Explorer:
-        root = self.page.locator(f".jp-NotebookPanel .{EXPLORER}").first
-        try:
-            root.wait_for(state="attached", timeout=CHANGE_TIMEOUT)
-        except Exception as exc:  # playwright TimeoutError
-            raise BrowserCheckError(
-                f"no element with class {EXPLORER!r} appeared after Run All "
-                f"(did the explorer cell display its VBox, with .add_class({EXPLORER!r})?)"
-            ) from exc
-        root.scroll_into_view_if_needed()
-        return Explorer.within(root)
+        return find_explorer(
+            self.page,
+            ".jp-NotebookPanel",
+            "appeared after Run All "
+            f"(did the explorer cell display its VBox, with .add_class({EXPLORER!r})?)",
+        )
 
     def focus_by_keyboard(self, explorer: Explorer) -> int:
         """Command mode, arrow keys to the explorer's cell, then Tab.
@@ -541,29 +536,41 @@ class JupyterLabFrontend:
             self.page.wait_for_timeout(150)
 
     def _source_facts(self) -> dict[str, set[int]]:
-        """From the notebook file: which cells are non-empty code cells and
-        which are tagged raises-exception (an error there is the lesson)."""
         if self._facts is None:
-            nb = json.loads((self.server.root / self.notebook).read_text(encoding="utf-8"))
-            cells = nb.get("cells", [])
-
-            def source(cell):
-                src = cell.get("source", "")
-                return "".join(src) if isinstance(src, list) else src
-
-            self._facts = {
-                "code": {
-                    i
-                    for i, c in enumerate(cells)
-                    if c.get("cell_type") == "code" and source(c).strip()
-                },
-                "raises_exception": {
-                    i
-                    for i, c in enumerate(cells)
-                    if "raises-exception" in c.get("metadata", {}).get("tags", [])
-                },
-            }
+            self._facts = notebook_facts(self.server.root / self.notebook)
         return self._facts
+
+
+def find_explorer(page: Page, container: str, missing: str) -> Explorer:
+    """The first explorer inside ``container`` (a CSS selector), scrolled into
+    view; ``missing`` ends the error message when there is none."""
+    root = page.locator(f"{container} .{EXPLORER}").first
+    try:
+        root.wait_for(state="attached", timeout=CHANGE_TIMEOUT)
+    except Exception as exc:  # playwright TimeoutError
+        raise BrowserCheckError(f"no element with class {EXPLORER!r} {missing}") from exc
+    root.scroll_into_view_if_needed()
+    return Explorer.within(root)
+
+
+def notebook_facts(path: Path) -> dict[str, set[int]]:
+    """From the notebook file: which cells are non-empty code cells and which
+    are tagged raises-exception (an error there is the lesson), by index."""
+    cells = json.loads(Path(path).read_text(encoding="utf-8")).get("cells", [])
+
+    def source(cell):
+        src = cell.get("source", "")
+        return "".join(src) if isinstance(src, list) else src
+
+    def tags(cell):
+        return cell.get("metadata", {}).get("tags", [])
+
+    return {
+        "code": {
+            i for i, c in enumerate(cells) if c.get("cell_type") == "code" and source(c).strip()
+        },
+        "raises_exception": {i for i, c in enumerate(cells) if "raises-exception" in tags(c)},
+    }
 
 
 # --------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Fixtures of the browser tests: one JupyterLab and one Chromium per session.
+"""Fixtures of the browser tests: one JupyterLab, one Voila (board template)
+and one Chromium per session; each server starts only if a test asks for it.
 
 Without Chromium or Playwright the tests skip with the reason, unless
 ATTENTION_REQUIRE_BROWSER=1 (set by .ci/run), which turns that into a failure.
@@ -20,8 +21,10 @@ from .browser_harness import (
     launch_chromium,
     missing_browser_tools,
 )
-from .lab_server import JupyterLabServer
+from .lab_server import JupyterLabServer, LocalJupyterServer
 from .notebook_registry import FIXTURES, NOTEBOOKS, REPO
+from .voila_frontend import VoilaFrontend
+from .voila_server import VoilaServer
 
 ARTIFACTS = REPO / "artifacts" / "browser"
 REQUIRE_ENV = "ATTENTION_REQUIRE_BROWSER"
@@ -42,15 +45,8 @@ def require_browser() -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    """A JupyterLab serving temporary copies of notebooks/ and the fixtures."""
-    require_browser()
-    server = JupyterLabServer(
-        tmp_path_factory.mktemp("jupyterlab"),
-        sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
-        pythonpath=REPO,
-    )
+def _running(server: LocalJupyterServer) -> Iterator[LocalJupyterServer]:
+    """Start the server, hand it out, stop it whatever happened meanwhile."""
     try:
         server.start()
         yield server
@@ -59,17 +55,42 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabS
 
 
 @pytest.fixture(scope="session")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    """A JupyterLab serving temporary copies of notebooks/ and the fixtures."""
+    require_browser()
+    yield from _running(
+        JupyterLabServer(
+            tmp_path_factory.mktemp("jupyterlab"),
+            sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
+            pythonpath=REPO,
+        )
+    )
+
+
+@pytest.fixture(scope="session")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VoilaServer]:
+    """Voila with the board template (as `make board` runs it) serving
+    temporary copies of notebooks/ and the fixtures."""
+    require_browser()
+    yield from _running(
+        VoilaServer(
+            tmp_path_factory.mktemp("voila"),
+            sources={"notebooks": NOTEBOOKS, "fixtures": FIXTURES},
+            share=REPO / "share" / "jupyter",
+            pythonpath=REPO,
+        )
+    )
+
+
+@pytest.fixture(scope="session")
 def network_guard() -> NetworkGuard:
     return NetworkGuard()
 
 
 @pytest.fixture(scope="session")
-def chromium(
-    jupyterlab: JupyterLabServer,
-    network_guard: NetworkGuard,
-    tmp_path_factory: pytest.TempPathFactory,
-):
+def chromium(network_guard: NetworkGuard, tmp_path_factory: pytest.TempPathFactory):
     """A browser context of Debian's Chromium with a fresh profile."""
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -90,6 +111,28 @@ def lab(chromium, jupyterlab: JupyterLabServer, network_guard: NetworkGuard):
             yield frontend
         finally:
             frontend.close()
+
+
+def _board(chromium, voila: VoilaServer, network_guard: NetworkGuard, theme: str):
+    with guarded(network_guard):
+        frontend = VoilaFrontend(chromium, voila, network_guard, theme=theme)
+        try:
+            yield frontend
+        finally:
+            frontend.close()
+
+
+@pytest.fixture
+def board(chromium, voila: VoilaServer, network_guard: NetworkGuard):
+    """A fresh board page (light theme), 1920x1080; fails the test on offline /
+    console problems."""
+    yield from _board(chromium, voila, network_guard, "light")
+
+
+@pytest.fixture
+def board_dark(chromium, voila: VoilaServer, network_guard: NetworkGuard):
+    """The same in Voila's dark theme (?theme=dark)."""
+    yield from _board(chromium, voila, network_guard, "dark")
 
 
 @pytest.fixture

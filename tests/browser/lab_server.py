@@ -1,12 +1,14 @@
-"""A private JupyterLab server for the browser tests.
+"""Private Jupyter servers for the browser tests: JupyterLab, and Voila in
+voila_server.py, both built on ``LocalJupyterServer`` here.
 
-One server per test session: 127.0.0.1 on a free port, a generated token,
-config / data / settings / workspaces / runtime folders of its own inside a
-temporary directory (so neither the user's Jupyter setup nor a previous run
-can change what the browser sees), and a server root that holds *copies* of
-the notebooks, so the browser can never modify the repository's stored
-notebooks. ``stop()`` terminates the whole process group (server and kernels)
-and kills it if it does not go within a few seconds.
+One server per test session: 127.0.0.1 on a free port, config / data /
+settings / workspaces / runtime folders of its own inside a temporary
+directory (so neither the user's Jupyter setup nor a previous run can change
+what the browser sees), and a server root that holds *copies* of the
+notebooks, so the browser can never modify the repository's stored notebooks.
+JupyterLab also gets a generated token. ``stop()`` terminates the whole
+process group (server and kernels) and kills it if it does not go within a
+few seconds.
 """
 
 from __future__ import annotations
@@ -59,8 +61,14 @@ def _die_with_parent():
     return preexec
 
 
-class JupyterLabServer:
-    """``jupyter lab`` on 127.0.0.1, started and stopped by the tests."""
+class LocalJupyterServer:
+    """A Jupyter server process on 127.0.0.1, started and stopped by the tests.
+
+    Subclasses say what to run (``command``) and how to tell that it serves
+    (``probe``); ``name`` names its log and its error messages.
+    """
+
+    name = "server"
 
     def __init__(self, workdir: Path, sources: dict[str, Path], pythonpath: Path | None = None):
         """
@@ -71,8 +79,7 @@ class JupyterLabServer:
         """
         self.workdir = Path(workdir)
         self.root = self.workdir / "root"
-        self.log_path = self.workdir / "jupyterlab.log"
-        self.token = secrets.token_hex(24)
+        self.log_path = self.workdir / f"{self.name.replace(' ', '-')}.log"
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen | None = None
@@ -119,22 +126,12 @@ class JupyterLabServer:
         self.env = env
 
     def command(self) -> list[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={self.port}",
-            "--ServerApp.port_retries=0",  # fail rather than move to another port
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=None",
-            "--ServerApp.terminals_enabled=False",
-        ]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-root")
-        return cmd
+        """The server's command line."""
+        raise NotImplementedError
+
+    def probe(self) -> None:
+        """Return when the server answers; raise OSError / URLError until then."""
+        raise NotImplementedError
 
     def start(self, timeout: float = 60.0) -> None:
         self._log = open(self.log_path, "wb")  # closed in stop()
@@ -152,39 +149,18 @@ class JupyterLabServer:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise RuntimeError(
-                    f"jupyter lab exited with {self._proc.returncode} before it served; "
+                    f"{self.name} exited with {self._proc.returncode} before it served; "
                     f"log:\n{self.log_text()[-3000:]}"
                 )
             try:
-                self.api("GET", "/api/status", timeout=2)
+                self.probe()
                 return
             except (OSError, urllib.error.URLError):
                 time.sleep(0.25)
         raise RuntimeError(
-            f"jupyter lab did not answer on {self.base_url} within {timeout:.0f} s; "
+            f"{self.name} did not answer on {self.base_url} within {timeout:.0f} s; "
             f"log:\n{self.log_text()[-3000:]}"
         )
-
-    def api(self, method: str, path: str, timeout: float = 10):
-        """Call the server's REST API with the token; returns parsed JSON or None."""
-        req = urllib.request.Request(
-            self.base_url + path,
-            method=method,
-            headers={"Authorization": f"token {self.token}"},
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            body = resp.read()
-        return json.loads(body) if body else None
-
-    def shutdown_kernels(self) -> None:
-        """Stop every kernel (one notebook at a time keeps 2 cores free)."""
-        try:
-            for session in self.api("GET", "/api/sessions") or []:
-                self.api("DELETE", f"/api/sessions/{session['id']}")
-            for kernel in self.api("GET", "/api/kernels") or []:
-                self.api("DELETE", f"/api/kernels/{kernel['id']}")
-        except (OSError, urllib.error.URLError):
-            pass
 
     def log_text(self) -> str:
         try:
@@ -220,3 +196,55 @@ class JupyterLabServer:
             if self._log is not None:
                 self._log.close()
                 self._log = None
+
+
+class JupyterLabServer(LocalJupyterServer):
+    """``jupyter lab`` on 127.0.0.1 with a generated token."""
+
+    name = "jupyter lab"
+
+    def __init__(self, workdir: Path, sources: dict[str, Path], pythonpath: Path | None = None):
+        self.token = secrets.token_hex(24)
+        super().__init__(workdir, sources, pythonpath)
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            "--ServerApp.port_retries=0",  # fail rather than move to another port
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--LabApp.news_url=None",
+            "--ServerApp.terminals_enabled=False",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        return cmd
+
+    def probe(self) -> None:
+        self.api("GET", "/api/status", timeout=2)
+
+    def api(self, method: str, path: str, timeout: float = 10):
+        """Call the server's REST API with the token; returns parsed JSON or None."""
+        req = urllib.request.Request(
+            self.base_url + path,
+            method=method,
+            headers={"Authorization": f"token {self.token}"},
+        )
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel (one notebook at a time keeps 2 cores free)."""
+        try:
+            for session in self.api("GET", "/api/sessions") or []:
+                self.api("DELETE", f"/api/sessions/{session['id']}")
+            for kernel in self.api("GET", "/api/kernels") or []:
+                self.api("DELETE", f"/api/kernels/{kernel['id']}")
+        except (OSError, urllib.error.URLError):
+            pass
