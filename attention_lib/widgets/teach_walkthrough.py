@@ -1,0 +1,531 @@
+"""Explorer for notebook 06: the board walkthrough, one step per click (chapter 19.5).
+
+Three key/value cards and a query card in large type. Next / Back / Reset
+step through :func:`attention_lib.walkthrough.walkthrough_step`: the cards,
+dot products, division by sqrt(d_k), softmax, the weighted sum of the values,
+and a causal mask that erases the cards after the query's position before the
+softmax. The query's position is a slider; every number on the cards is an
+editable field, and an edit recomputes the step on screen.
+
+:func:`update` is pure (it only calls the walkthrough); :func:`draw` uses
+:func:`attention_lib.plots.kv_cards` for the cards and adds what the board
+needs beyond them (the rows of numbers under the cards, the erased cards, an
+empty output slot). Every step redraws in full: a click per step is rare and
+the layout is fixed, so there is nothing worth blitting.
+
+The figure is drawn at about the width JupyterLab shows it at 1920 x 1080
+(:data:`DISPLAY_WIDTH_PX`), so the browser does not stretch it and the
+numbers stay sharp on a projector.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ipywidgets as widgets
+import numpy as np
+import traitlets
+
+from ..walkthrough import (
+    DEFAULT_CARDS,
+    N_STEPS,
+    Cards,
+    make_cards,
+    walkthrough_step,
+)
+from ._shell import Explorer, ExplorerSpec, html_table
+
+__all__ = [
+    "DISPLAY_WIDTH_PX",
+    "EXPLORER",
+    "WalkthroughExplorer",
+    "draw",
+    "figure_geometry",
+    "readout",
+    "table",
+    "teach_walkthrough_explorer",
+    "update",
+]
+
+#: Width of the notebook column in JupyterLab at 1920 x 1080 (measured: about 1484 CSS
+#: px); the figure is rendered this many pixels wide, so it is shown at about 1:1.
+DISPLAY_WIDTH_PX = 1480
+#: Height of the figure in pixels: with the controls, readout and the "Numbers" bar the
+#: explorer stays under the 959 px of the notebook panel's visible height.
+DISPLAY_HEIGHT_PX = 600
+#: Dots per inch per style: the board style's larger fonts need fewer pixels per point
+#: for the same picture to fit, the default style is a sharper, smaller-type version.
+_DPI = {"default": 160.0, "board": 100.0}
+
+
+def figure_geometry(style):
+    """``(figsize, dpi)`` that render the figure ``DISPLAY_WIDTH_PX`` pixels wide.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import figure_geometry
+    >>> (width, height), dpi = figure_geometry("board")
+    >>> round(width * dpi), round(height * dpi)
+    (1480, 600)
+    """
+    if style not in _DPI:
+        raise ValueError(f"style must be one of {sorted(_DPI)}; got {style!r}.")
+    dpi = _DPI[style]
+    return (DISPLAY_WIDTH_PX / dpi, DISPLAY_HEIGHT_PX / dpi), dpi
+
+
+def update(step=1, query_position=2, cards=DEFAULT_CARDS):
+    """The board after ``step`` (pure: :func:`attention_lib.walkthrough.walkthrough_step`).
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import update
+    >>> update(4).board[-1].cells
+    ('0.33', '0.12', '0.55')
+    """
+    return walkthrough_step(cards, step, query_position)
+
+
+# --- drawing ------------------------------------------------------------------------------
+
+_SLOT = 1.2  # kv_cards puts card i's left edge at 1.2 * slot
+_ROW_Y = (-0.2, -0.47, -0.74)  # the q·k, ÷√d_k and weight rows under the cards
+_BOTTOM, _TOP = -1.02, 1.3
+
+
+def _centre(slot):
+    return _SLOT * slot + 0.5
+
+
+def _decimals(cards):
+    """Whole-number cards print without decimals (they fit the card at board size)."""
+    numbers = np.concatenate([cards.query, cards.keys.ravel(), cards.values.ravel()])
+    return 0 if np.all(numbers == np.round(numbers)) else 1
+
+
+def _board_rows(ax, state, n, spec):
+    """The numbers under each card, one row per computed step, labelled under the query."""
+    from matplotlib.patches import Rectangle
+
+    from .. import plots
+
+    font = spec["title"]
+    for row, y in zip(state.board, _ROW_Y, strict=False):
+        ax.text(
+            _centre(0),
+            y,
+            row.label,
+            ha="center",
+            va="center",
+            fontsize=font,
+            color=plots.COLORS["reference"],
+        )
+        for i, cell in enumerate(row.cells):
+            erased = bool(state.erased[i])
+            ax.text(
+                _centre(1 + i),
+                y,
+                cell,
+                ha="center",
+                va="center",
+                fontsize=font,
+                weight="bold",
+                color=plots.MASKED_COLOR if erased and row.label == "q · k" else "black",
+                gid=f"cell-{row.label}-{i}",
+            )
+    if state.weights is not None:
+        # a bar under each weight: how much the query reads from that card
+        for i, weight in enumerate(state.weights):
+            x = _SLOT * (1 + i)
+            ax.add_patch(Rectangle((x, -0.95), 1.0, 0.09, facecolor="#eeeeee"))
+            ax.add_patch(
+                Rectangle(
+                    (x, -0.95),
+                    float(weight),
+                    0.09,
+                    facecolor=plots.COLORS["key"],
+                    gid=f"weight-bar-{i}",
+                )
+            )
+
+
+def _erase(ax, state, spec):
+    """An opaque grey, hatched cover over each card the causal mask erases, labelled 'future'."""
+    from matplotlib.patches import Rectangle
+
+    from .. import plots
+
+    for i in np.flatnonzero(state.erased):
+        x = _SLOT * (1 + i)
+        cover = Rectangle(
+            (x - 0.03, 0.02),
+            1.06,
+            1.06,
+            facecolor=plots.MASKED_COLOR,
+            hatch="//",
+            edgecolor="#6e6e6e",
+            zorder=4,  # above the card's texts (zorder 3): the erased card is gone
+            gid=f"erased-{i}",
+        )
+        ax.add_patch(cover)
+        ax.text(
+            x + 0.5,
+            0.55,
+            "future:\nerased",
+            ha="center",
+            va="center",
+            zorder=5,
+            fontsize=spec["title"],
+            weight="bold",
+            color="black",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 4},
+        )
+
+
+def _output_card(ax, n, state, spec):
+    """The output card right of the cards: dashed and empty until step 5 computes it.
+
+    Drawn here rather than by kv_cards, which rounds every vector alike: whole-number
+    cards print without decimals, but the output is a blend and needs two.
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    from .. import plots
+
+    x = _SLOT * (1 + n)
+    computed = state.output_text is not None
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, 0.05),
+            1.0,
+            1.0,
+            boxstyle="round,pad=0.02,rounding_size=0.06",
+            facecolor="#f7eaf2" if computed else "none",
+            edgecolor=plots.COLORS["output"],
+            linestyle="-" if computed else "--",
+            linewidth=spec["line"] / 2,
+            gid="output-card",
+        )
+    )
+    font = spec["annotation"]
+    ax.text(x + 0.5, 0.9, "output", ha="center", va="center", fontsize=font, weight="bold")
+    text = state.output_text if computed else "?"
+    ax.text(
+        x + 0.5,
+        0.55,
+        text,
+        ha="center",
+        va="center",
+        fontsize=spec["title"],
+        weight="bold",
+        color="#7d3160",
+        gid="output-text",
+    )
+
+
+def _positions(ax, state, n, spec):
+    """Sequence positions above the cards, and the query's own position above it."""
+    for i in range(n):
+        ax.text(
+            _centre(1 + i),
+            1.15,
+            f"position {i + 1}",
+            ha="center",
+            va="center",
+            fontsize=spec["annotation"],
+            color="#555555",
+        )
+    ax.text(
+        _centre(0),
+        1.15,
+        f"at position {state.query_position}",
+        ha="center",
+        va="center",
+        fontsize=spec["annotation"],
+        weight="bold",
+        color="#9a3a00",
+    )
+
+
+def draw(fig, state):
+    """The board: query card, key/value cards, output card, the numbers of the steps so far.
+
+    The caption (what just happened) is the figure's title, so the static
+    figures of the slides say it too.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.teach_walkthrough import draw, update
+    >>> fig, _ = plots.new_figure(0, figsize=(14.8, 6.0), style="board", pyplot=False)
+    >>> ax = draw(fig, update(6))
+    >>> sorted(t.get_text() for t in ax.texts if t.get_gid() == "cell-weight-2")
+    ['0']
+    >>> any(p.get_gid() == "erased-2" for p in ax.patches)
+    True
+    """
+    from .. import plots
+
+    style = plots.figure_style(fig)
+    spec = plots.STYLES[style]
+    fig.set_layout_engine("none")
+    ax = fig.add_axes((0.005, 0.0, 0.99, 0.87))
+    cards = state.cards
+    n = cards.keys.shape[0]
+    decimals = _decimals(cards)
+    plots.kv_cards(
+        cards.keys, cards.values, ax=ax, query=cards.query, decimals=decimals, style=style
+    )
+    # kv_cards sizes the axes to the cards it drew; keep every step on the same grid.
+    ax.set_xlim(-0.1, _SLOT * (n + 2) - 0.1)
+    ax.set_ylim(_BOTTOM, _TOP)
+    _output_card(ax, n, state, spec)
+    _positions(ax, state, n, spec)
+    _board_rows(ax, state, n, spec)
+    _erase(ax, state, spec)
+    fig.suptitle(
+        f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}",
+        fontsize=spec["label"],
+        x=0.01,
+        y=0.985,
+        ha="left",
+        va="top",
+    )
+    return ax
+
+
+def table(state):
+    """Every number of the current step, rounded for the board, as an HTML table.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import table, update
+    >>> "÷ √d_k" in table(update(3))
+    True
+    """
+    n = state.cards.keys.shape[0]
+    rows = [[row.label, *row.cells] for row in state.board]
+    if state.output_text is not None:
+        rows.append(["output", state.output_text, *[""] * (n - 1)])
+    if not rows:
+        rows.append(["(nothing computed yet)", *[""] * n])
+    caption = f"step {state.step} / {state.n_steps}: {state.title}"
+    return html_table(rows, ["", *(f"card {i + 1}" for i in range(n))], caption=caption)
+
+
+def readout(values, state):
+    """The step indicator "3 / 6", the step's name and its one line.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import readout, update
+    >>> readout({}, update(3)).startswith("<b>Step 3 / 6</b>")
+    True
+    """
+    return (
+        f"<b>Step {state.step} / {state.n_steps}</b> · {state.title} · "
+        f"query at position {state.query_position}"
+    )
+
+
+# --- controls -----------------------------------------------------------------------------
+
+
+class _StepButton(widgets.Button):
+    """The Next button, carrying the current step as its ``value`` (a Python-side trait).
+
+    The shell watches a control's ``value``; giving the main button one lets
+    the walkthrough's step be an ordinary control of the shell.
+    """
+
+    value = traitlets.Int(1)
+
+
+class _CardEditor(widgets.HBox):
+    """One small number field per card entry; ``value`` is the :class:`Cards` they spell."""
+
+    value = traitlets.Instance(Cards)
+
+    def __init__(self, cards, *, field_width="3.6em"):
+        self._fields = {}
+        groups = []
+        for role, array in (("q", cards.query[None, :]), ("k", cards.keys), ("v", cards.values)):
+            for i, row in enumerate(array):
+                fields = [
+                    widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
+                    for x in row
+                ]
+                self._fields[role, i] = fields
+                name = "q" if role == "q" else f"{role}{i + 1}"
+                label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
+                # the right margin parts the groups: q | k1 v1 | k2 v2 ...
+                margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"
+                box = widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin))
+                groups.append((role, i, box))
+        # query first, then each card's key beside its value, like the cards on the board
+        order = sorted(groups, key=lambda g: (g[0] != "q", g[1], g[0]))
+        super().__init__(
+            [box for *_, box in order],
+            layout=widgets.Layout(flex_flow="row wrap"),
+            value=cards,
+        )
+        self.add_class("attn-card-editor")
+        self._syncing = False
+        for fields in self._fields.values():
+            for field in fields:
+                field.observe(self._on_field, names="value")
+        self.observe(self._on_value, names="value")
+
+    def _spelled(self):
+        def rows(role):
+            n = sum(1 for r, _ in self._fields if r == role)
+            return [[f.value for f in self._fields[role, i]] for i in range(n)]
+
+        return make_cards(rows("q")[0], rows("k"), rows("v"))
+
+    def _on_field(self, change):
+        if not self._syncing:
+            self.value = self._spelled()
+
+    def _on_value(self, change):
+        """Show new cards set from Python (Reset) in the fields without re-firing per field."""
+        cards = change["new"]
+        self._syncing = True
+        try:
+            for role, array in (
+                ("q", cards.query[None, :]),
+                ("k", cards.keys),
+                ("v", cards.values),
+            ):
+                for i, row in enumerate(array):
+                    for field, x in zip(self._fields[role, i], row, strict=True):
+                        field.value = float(x)
+        finally:
+            self._syncing = False
+
+
+class WalkthroughExplorer(Explorer):
+    """The board walkthrough: an :class:`Explorer` whose main control is the Next button.
+
+    Back and Reset sit beside Next; :meth:`next`, :meth:`back` and
+    :meth:`reset` do what the buttons do (for tests and for a presenter's
+    keys). Build it with :func:`teach_walkthrough_explorer`.
+    """
+
+    def __init__(self, controls, *, figsize, dpi, style):
+        super().__init__(
+            "board walkthrough",
+            controls,
+            update,
+            draw,
+            table,
+            readout,
+            figsize=figsize,
+            dpi=dpi,
+            style=style,
+        )
+        self._start = self.values
+        next_button = self.controls["step"]
+        self.back_button = widgets.Button(description="◀ Back", tooltip="previous step")
+        self.reset_button = widgets.Button(description="⟲ Reset", tooltip="step 1, first cards")
+        next_button.on_click(lambda _: self.next())
+        self.back_button.on_click(lambda _: self.back())
+        self.reset_button.on_click(lambda _: self.reset())
+        row = self.widget.children[0]  # the shell's row of controls: Next stays first
+        row.children = (next_button, self.back_button, self.reset_button, *row.children[1:])
+        next_button.observe(self._enable_buttons, names="value")
+        self._enable_buttons()
+
+    def _enable_buttons(self, change=None):
+        step = self.controls["step"].value
+        self.controls["step"].disabled = step >= N_STEPS
+        self.back_button.disabled = step <= 1
+
+    def next(self):
+        """One step forward (stays at the last step); returns the new state."""
+        return self.set(step=min(self.controls["step"].value + 1, N_STEPS))
+
+    def back(self):
+        """One step back (stays at step 1); returns the new state."""
+        return self.set(step=max(self.controls["step"].value - 1, 1))
+
+    def reset(self):
+        """Step 1 with the cards and query position the explorer started with."""
+        return self.set(**self._start)
+
+    def close(self):
+        """Close the widgets, the Back and Reset buttons and the card fields too."""
+        self.back_button.close()
+        self.reset_button.close()
+        for fields in self.controls["cards"]._fields.values():
+            for field in fields:
+                field.close()
+        super().close()
+
+
+def _default_style():
+    """The board style when ``ATTENTION_STYLE=board`` (what ``make board`` sets), else default."""
+    return os.environ.get("ATTENTION_STYLE", "default")
+
+
+def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=None):
+    """The live board walkthrough: Next (main control), Back, Reset, position, card fields.
+
+    Parameters
+    ----------
+    cards : Cards, default DEFAULT_CARDS
+        The starting cards (:func:`attention_lib.walkthrough.make_cards`).
+    query_position : int, default 2
+        The query's starting position, 1 ... number of cards.
+    style : {"default", "board"}, optional
+        Defaults to the environment variable ``ATTENTION_STYLE`` (unset:
+        ``"default"``), read when the explorer is built.
+
+    Returns
+    -------
+    WalkthroughExplorer
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import teach_walkthrough_explorer
+    >>> explorer = teach_walkthrough_explorer(style="board")
+    >>> explorer.next().title, explorer.next().scores.tolist()
+    ('dot products', [1.0, 0.0, 1.5])
+    >>> explorer.readout.value.startswith("<b>Step 3 / 6</b>")
+    True
+    >>> explorer.close()
+    """
+    style = _default_style() if style is None else style
+    figsize, dpi = figure_geometry(style)
+    # walkthrough_step checks the cards and the position against them
+    walkthrough_step(cards, 1, query_position)
+    n = cards.keys.shape[0]
+    controls = {
+        "step": _StepButton(description="Next ▶", tooltip="next step", button_style="primary"),
+        "query_position": widgets.IntSlider(
+            value=query_position,
+            min=1,
+            max=n,
+            description="query position",
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="18em"),
+        ),
+        "cards": _CardEditor(cards),
+    }
+    return WalkthroughExplorer(controls, figsize=figsize, dpi=dpi, style=style)
+
+
+EXPLORER = ExplorerSpec(
+    name="teach_walkthrough",
+    factory=teach_walkthrough_explorer,
+    update=update,
+    draw=draw,
+    figsize=figure_geometry("default")[0],
+    changes=(
+        *({"step": s} for s in range(1, N_STEPS + 1)),
+        {"query_position": 1},
+        {"query_position": 3},
+        {"step": 1},
+    ),
+)
