@@ -36,6 +36,7 @@ from ..walkthrough import (
 from ._shell import Explorer, ExplorerSpec, html_table
 
 __all__ = [
+    "CARD_DECIMALS",
     "DISPLAY_WIDTH_PX",
     "EXPLORER",
     "WalkthroughExplorer",
@@ -53,6 +54,8 @@ DISPLAY_WIDTH_PX = 1480
 #: Height of the figure in pixels: with the controls, readout and the "Numbers" bar the
 #: explorer stays under the 959 px of the notebook panel's visible height.
 DISPLAY_HEIGHT_PX = 600
+#: Decimals of a card entry: what a card on the board prints (a wider number would not fit).
+CARD_DECIMALS = 1
 #: Dots per inch per style: the board style's larger fonts need fewer pixels per point
 #: for the same picture to fit, the default style is a sharper, smaller-type version.
 _DPI = {"default": 160.0, "board": 100.0}
@@ -98,9 +101,9 @@ def _centre(slot):
 
 
 def _decimals(cards):
-    """Whole-number cards print without decimals (they fit the card at board size)."""
+    """Whole-number cards print without decimals, others with :data:`CARD_DECIMALS`."""
     numbers = np.concatenate([cards.query, cards.keys.ravel(), cards.values.ravel()])
-    return 0 if np.all(numbers == np.round(numbers)) else 1
+    return 0 if np.all(numbers == np.round(numbers)) else CARD_DECIMALS
 
 
 def _board_rows(ax, state, n, spec):
@@ -342,7 +345,12 @@ class _StepButton(widgets.Button):
 
 
 class _CardEditor(widgets.HBox):
-    """One small number field per card entry; ``value`` is the :class:`Cards` they spell."""
+    """One small number field per card entry; ``value`` is the :class:`Cards` they spell.
+
+    Entries are rounded to :data:`CARD_DECIMALS` as they are typed (and the field
+    shows the rounded number): the card on the board prints one decimal, and the
+    class must be able to redo the arithmetic from what it sees.
+    """
 
     value = traitlets.Instance(Cards)
 
@@ -379,7 +387,9 @@ class _CardEditor(widgets.HBox):
     def _spelled(self):
         def rows(role):
             n = sum(1 for r, _ in self._fields if r == role)
-            return [[f.value for f in self._fields[role, i]] for i in range(n)]
+            return [
+                [round(f.value, CARD_DECIMALS) for f in self._fields[role, i]] for i in range(n)
+            ]
 
         return make_cards(rows("q")[0], rows("k"), rows("v"))
 
