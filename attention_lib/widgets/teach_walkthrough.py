@@ -40,6 +40,7 @@ __all__ = [
     "DISPLAY_WIDTH_PX",
     "EXPLORER",
     "WalkthroughExplorer",
+    "default_style",
     "draw",
     "figure_geometry",
     "readout",
@@ -61,8 +62,8 @@ CARD_DECIMALS = 1
 _DPI = {"default": 160.0, "board": 100.0}
 
 
-def figure_geometry(style):
-    """``(figsize, dpi)`` that render the figure ``DISPLAY_WIDTH_PX`` pixels wide.
+def figure_geometry(style, height_px=DISPLAY_HEIGHT_PX):
+    """``(figsize, dpi)`` that render a figure ``DISPLAY_WIDTH_PX`` by ``height_px`` pixels.
 
     Examples
     --------
@@ -74,7 +75,7 @@ def figure_geometry(style):
     if style not in _DPI:
         raise ValueError(f"style must be one of {sorted(_DPI)}; got {style!r}.")
     dpi = _DPI[style]
-    return (DISPLAY_WIDTH_PX / dpi, DISPLAY_HEIGHT_PX / dpi), dpi
+    return (DISPLAY_WIDTH_PX / dpi, height_px / dpi), dpi
 
 
 def update(step=1, query_position=2, cards=DEFAULT_CARDS):
@@ -473,8 +474,17 @@ class WalkthroughExplorer(Explorer):
         super().close()
 
 
-def _default_style():
-    """The board style when ``ATTENTION_STYLE=board`` (what ``make board`` sets), else default."""
+def default_style():
+    """The board style when ``ATTENTION_STYLE=board`` (what ``make board`` sets), else default.
+
+    Read each time an explorer is built, so a notebook never flips it behind the reader.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import default_style
+    >>> default_style() in ("default", "board")
+    True
+    """
     return os.environ.get("ATTENTION_STYLE", "default")
 
 
@@ -505,7 +515,7 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
     True
     >>> explorer.close()
     """
-    style = _default_style() if style is None else style
+    style = default_style() if style is None else style
     figsize, dpi = figure_geometry(style)
     # walkthrough_step checks the cards and the position against them
     walkthrough_step(cards, 1, query_position)
