@@ -128,24 +128,69 @@ def test_style_defaults_to_the_environment(monkeypatch):
     explorer.close()
 
 
+def shown(fig):
+    """gid -> text (or True for a patch) of every visible artist the board named."""
+    ax = fig.axes[0]
+    found = {}
+    for artist in (*ax.texts, *ax.patches, *fig.texts):
+        if artist.get_gid() and artist.get_visible():
+            found[artist.get_gid()] = artist.get_text() if hasattr(artist, "get_text") else True
+    return found
+
+
 def test_the_figure_shows_the_numbers_of_the_step(explorer):
     explorer.set(step=6)
-    ax = explorer._fig.axes[0]
-    texts = {t.get_gid(): t.get_text() for t in ax.texts if t.get_gid()}
-    assert [texts[f"cell-weight-{i}"] for i in range(3)] == ["0.73", "0.27", "0"]
-    assert texts["output-text"] == "[0.73, 0.27]"
-    assert [p.get_gid() for p in ax.patches if str(p.get_gid()).startswith("erased")] == [
-        "erased-2"
+    board = shown(explorer._fig)
+    assert [board[f"cell-2-{i}"] for i in range(3)] == ["0.73", "0.27", "0"]
+    assert board["output-text"] == "[0.73, 0.27]"
+    assert sorted(gid for gid in board if gid.startswith("erased-")) == [
+        "erased-2",
+        "erased-label-2",
     ]
-    title = explorer._fig.get_suptitle()
-    assert title.startswith("Step 6 / 6: causal mask") and "card 3 is erased" in title
+    assert board["caption"].startswith("Step 6 / 6: causal mask")
+    assert "card 3 is erased" in board["caption"]
+    explorer.back()
+    board = shown(explorer._fig)
+    assert not any(gid.startswith("erased") for gid in board)
+    explorer.set(step=2)
+    board = shown(explorer._fig)
+    assert "cell-1-0" not in board and "bar-0" not in board and board["output-text"] == "?"
 
 
 def test_static_figure_of_any_step(explorer):
     fig = explorer.draw_static(tw.update(4))
-    assert fig.get_suptitle().startswith("Step 4 / 6: softmax")
+    assert shown(fig)["caption"].startswith("Step 4 / 6: softmax")
     assert tuple(fig.get_size_inches()) == tw.figure_geometry("board")[0]
     plt.close(fig)
+
+
+@pytest.mark.parametrize("path", [[6, 2, 5], [4, 1], [3, 6], [5]])
+def test_blitted_steps_match_a_plain_drawing(path):
+    """Stepping around (blitting over the still cards) shows what one plain draw() shows."""
+    from attention_lib import plots
+    from attention_lib.widgets import render_png
+
+    live = tw.teach_walkthrough_explorer(style="default")
+    for step in path:
+        live.set(step=step)
+    figsize, dpi = tw.figure_geometry("default")
+    fig, _ = plots.new_figure(0, figsize=figsize, dpi=dpi, pyplot=False)
+    with plots.series_style("default"):
+        tw.draw(fig, live.state)
+        plain = render_png(fig)
+    pixels = [np.asarray(Image.open(io.BytesIO(png))).astype(int) for png in (live.png, plain)]
+    assert np.mean(np.any(pixels[0] != pixels[1], axis=-1)) < 1e-4
+    live.close()
+
+
+def test_an_edited_card_redraws_the_cards_themselves():
+    explorer = tw.teach_walkthrough_explorer(style="default")
+    explorer.set(step=3)
+    explorer.controls["cards"]._fields["k", 0][0].value = 3.0
+    texts = [t.get_text() for t in explorer._fig.axes[0].texts]
+    assert "[3, 0, 1, 0]" in texts and "[1, 0, 1, 0]" in texts  # card 1's new key; the query
+    assert shown(explorer._fig)["cell-0-0"] == "4"
+    explorer.close()
 
 
 def test_factory_and_geometry_check_their_input():

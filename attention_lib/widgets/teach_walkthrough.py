@@ -9,9 +9,11 @@ editable field, and an edit recomputes the step on screen.
 
 :func:`update` is pure (it only calls the walkthrough); :func:`draw` uses
 :func:`attention_lib.plots.kv_cards` for the cards and adds what the board
-needs beyond them (the rows of numbers under the cards, the erased cards, an
-empty output slot). Every step redraws in full: a click per step is rare and
-the layout is fixed, so there is nothing worth blitting.
+needs beyond them (the rows of numbers under the cards, the erased cards, the
+output card). Every artist a step can change exists from the first drawing,
+empty or hidden, and :func:`refresh` only sets texts, widths and visibility,
+so the shell blits a step over the still cards; an edited card changes
+:func:`static_key` and costs one full drawing.
 
 The figure is drawn at about the width JupyterLab shows it at 1920 x 1080
 (:data:`DISPLAY_WIDTH_PX`), so the browser does not stretch it and the
@@ -44,6 +46,8 @@ __all__ = [
     "draw",
     "figure_geometry",
     "readout",
+    "refresh",
+    "static_key",
     "table",
     "teach_walkthrough_explorer",
     "update",
@@ -93,8 +97,15 @@ def update(step=1, query_position=2, cards=DEFAULT_CARDS):
 # --- drawing ------------------------------------------------------------------------------
 
 _SLOT = 1.2  # kv_cards puts card i's left edge at 1.2 * slot
-_ROW_Y = (-0.2, -0.47, -0.74)  # the q·k, ÷√d_k and weight rows under the cards
+_ROW_LABELS = (
+    "q · k",
+    "÷ √d_k",
+    "weight",
+)  # the rows under the cards, as walkthrough_step names them
+_ROW_Y = (-0.2, -0.47, -0.74)
+_BAR_Y, _BAR_HEIGHT = -0.95, 0.09
 _BOTTOM, _TOP = -1.02, 1.3
+_OUTPUT_FACE = "#f7eaf2"
 
 
 def _centre(slot):
@@ -107,128 +118,140 @@ def _decimals(cards):
     return 0 if np.all(numbers == np.round(numbers)) else CARD_DECIMALS
 
 
-def _board_rows(ax, state, n, spec):
-    """The numbers under each card, one row per computed step, labelled under the query."""
-    from matplotlib.patches import Rectangle
+def static_key(state):
+    """What the still part of the figure depends on: the cards (kv_cards prints them).
+
+    Steps, the query position and everything under the cards change through
+    :func:`refresh`; new card values need a full :func:`draw`.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.teach_walkthrough import static_key, update
+    >>> static_key(update(1)) == static_key(update(6, query_position=3))
+    True
+    """
+    return tuple(array.tobytes() for array in state.cards)
+
+
+def _moving_artists(fig, ax, n, spec):
+    """Every artist a step can change, created empty or hidden; :func:`refresh` fills them."""
+    from matplotlib.patches import FancyBboxPatch, Rectangle
 
     from .. import plots
 
-    font = spec["title"]
-    for row, y in zip(state.board, _ROW_Y, strict=False):
+    big = spec["title"]
+    text = {"ha": "center", "va": "center"}
+    fig.text(0.01, 0.985, "", fontsize=spec["label"], ha="left", va="top", gid="caption")
+    ax.text(
+        _centre(0),
+        1.15,
+        "",
+        fontsize=spec["annotation"],
+        weight="bold",
+        color="#9a3a00",
+        gid="query-position",
+        **text,
+    )
+    for r, (label, y) in enumerate(zip(_ROW_LABELS, _ROW_Y, strict=True)):
         ax.text(
             _centre(0),
             y,
-            row.label,
-            ha="center",
-            va="center",
-            fontsize=font,
+            label,
+            fontsize=big,
             color=plots.COLORS["reference"],
+            gid=f"row-{r}",
+            **text,
         )
-        for i, cell in enumerate(row.cells):
-            erased = bool(state.erased[i])
-            ax.text(
-                _centre(1 + i),
-                y,
-                cell,
-                ha="center",
-                va="center",
-                fontsize=font,
-                weight="bold",
-                color=plots.MASKED_COLOR if erased and row.label == "q · k" else "black",
-                gid=f"cell-{row.label}-{i}",
-            )
-    if state.weights is not None:
-        # a bar under each weight: how much the query reads from that card
-        for i, weight in enumerate(state.weights):
-            x = _SLOT * (1 + i)
-            ax.add_patch(Rectangle((x, -0.95), 1.0, 0.09, facecolor="#eeeeee"))
-            ax.add_patch(
-                Rectangle(
-                    (x, -0.95),
-                    float(weight),
-                    0.09,
-                    facecolor=plots.COLORS["key"],
-                    gid=f"weight-bar-{i}",
-                )
-            )
-
-
-def _erase(ax, state, spec):
-    """An opaque grey, hatched cover over each card the causal mask erases, labelled 'future'."""
-    from matplotlib.patches import Rectangle
-
-    from .. import plots
-
-    for i in np.flatnonzero(state.erased):
+        for i in range(n):
+            ax.text(_centre(1 + i), y, "", fontsize=big, weight="bold", gid=f"cell-{r}-{i}", **text)
+    for i in range(n):
         x = _SLOT * (1 + i)
-        cover = Rectangle(
-            (x - 0.03, 0.02),
-            1.06,
-            1.06,
-            facecolor=plots.MASKED_COLOR,
-            hatch="//",
-            edgecolor="#6e6e6e",
-            zorder=4,  # above the card's texts (zorder 3): the erased card is gone
-            gid=f"erased-{i}",
+        ax.add_patch(
+            Rectangle((x, _BAR_Y), 1.0, _BAR_HEIGHT, facecolor="#eeeeee", gid=f"bar-bg-{i}")
         )
-        ax.add_patch(cover)
+        ax.add_patch(
+            Rectangle((x, _BAR_Y), 0.0, _BAR_HEIGHT, facecolor=plots.COLORS["key"], gid=f"bar-{i}")
+        )
+        # the cover over an erased card: above the card's texts, opaque, the card is gone
+        ax.add_patch(
+            Rectangle(
+                (x - 0.03, 0.02),
+                1.06,
+                1.06,
+                facecolor=plots.MASKED_COLOR,
+                hatch="//",
+                edgecolor="#6e6e6e",
+                zorder=4,  # kv_cards' texts are at 3
+                gid=f"erased-{i}",
+            )
+        )
         ax.text(
             x + 0.5,
             0.55,
             "future:\nerased",
-            ha="center",
-            va="center",
-            zorder=5,
-            fontsize=spec["title"],
+            fontsize=big,
             weight="bold",
-            color="black",
             bbox={"facecolor": "white", "edgecolor": "none", "pad": 4},
+            zorder=5,
+            gid=f"erased-label-{i}",
+            **text,
         )
-
-
-def _output_card(ax, n, state, spec):
-    """The output card right of the cards: dashed and empty until step 5 computes it.
-
-    Drawn here rather than by kv_cards, which rounds every vector alike: whole-number
-    cards print without decimals, but the output is a blend and needs two.
-    """
-    from matplotlib.patches import FancyBboxPatch
-
-    from .. import plots
-
+    # The output card, drawn here rather than by kv_cards, which rounds every vector alike:
+    # whole-number cards print without decimals, but the output is a blend and needs two.
     x = _SLOT * (1 + n)
-    computed = state.output_text is not None
     ax.add_patch(
         FancyBboxPatch(
             (x, 0.05),
             1.0,
             1.0,
             boxstyle="round,pad=0.02,rounding_size=0.06",
-            facecolor="#f7eaf2" if computed else "none",
             edgecolor=plots.COLORS["output"],
-            linestyle="-" if computed else "--",
             linewidth=spec["line"] / 2,
             gid="output-card",
         )
     )
-    font = spec["annotation"]
-    ax.text(x + 0.5, 0.9, "output", ha="center", va="center", fontsize=font, weight="bold")
-    text = state.output_text if computed else "?"
     ax.text(
         x + 0.5,
-        0.55,
-        text,
-        ha="center",
-        va="center",
-        fontsize=spec["title"],
+        0.9,
+        "output",
+        fontsize=spec["annotation"],
         weight="bold",
-        color="#7d3160",
-        gid="output-text",
+        gid="output-head",
+        **text,
+    )
+    ax.text(
+        x + 0.5, 0.55, "", fontsize=big, weight="bold", color="#7d3160", gid="output-text", **text
     )
 
 
-def _positions(ax, state, n, spec):
-    """Sequence positions above the cards, and the query's own position above it."""
+def draw(fig, state):
+    """The board: query card, key/value cards, output card, the numbers of the steps so far.
+
+    The caption (step, name and what just happened) heads the figure, so the
+    static figures of the slides say it too.
+
+    Examples
+    --------
+    >>> from attention_lib import plots
+    >>> from attention_lib.widgets.teach_walkthrough import draw, update
+    >>> fig, _ = plots.new_figure(0, figsize=(14.8, 6.0), style="board", pyplot=False)
+    >>> ax = draw(fig, update(6))
+    >>> [t.get_text() for t in ax.texts if t.get_gid() == "cell-2-2"]
+    ['0']
+    >>> [p.get_visible() for p in ax.patches if p.get_gid() == "erased-2"]
+    [True]
+    """
+    from .. import plots
+
+    style = plots.figure_style(fig)
+    spec = plots.STYLES[style]
+    fig.set_layout_engine("none")
+    ax = fig.add_axes((0.005, 0.0, 0.99, 0.87))
+    cards = state.cards
+    n = cards.keys.shape[0]
+    plots.kv_cards(
+        cards.keys, cards.values, ax=ax, query=cards.query, decimals=_decimals(cards), style=style
+    )
     for i in range(n):
         ax.text(
             _centre(1 + i),
@@ -239,63 +262,67 @@ def _positions(ax, state, n, spec):
             fontsize=spec["annotation"],
             color="#555555",
         )
-    ax.text(
-        _centre(0),
-        1.15,
-        f"at position {state.query_position}",
-        ha="center",
-        va="center",
-        fontsize=spec["annotation"],
-        weight="bold",
-        color="#9a3a00",
-    )
+    # kv_cards sizes the axes to the cards it drew; keep every step on the same grid.
+    ax.set_xlim(-0.1, _SLOT * (n + 2) - 0.1)
+    ax.set_ylim(_BOTTOM, _TOP)
+    _moving_artists(fig, ax, n, spec)
+    refresh(fig, state)
+    return ax
 
 
-def draw(fig, state):
-    """The board: query card, key/value cards, output card, the numbers of the steps so far.
+def refresh(fig, state):
+    """Show ``state`` in the artists :func:`draw` made: texts, bars, covers, caption.
 
-    The caption (what just happened) is the figure's title, so the static
-    figures of the slides say it too.
+    Returns them, the same list every time and in drawing order (covers over
+    cards, labels over covers), so the shell can blit a step in place of
+    redrawing the cards.
 
     Examples
     --------
     >>> from attention_lib import plots
-    >>> from attention_lib.widgets.teach_walkthrough import draw, update
-    >>> fig, _ = plots.new_figure(0, figsize=(14.8, 6.0), style="board", pyplot=False)
-    >>> ax = draw(fig, update(6))
-    >>> sorted(t.get_text() for t in ax.texts if t.get_gid() == "cell-weight-2")
-    ['0']
-    >>> any(p.get_gid() == "erased-2" for p in ax.patches)
-    True
+    >>> from attention_lib.widgets.teach_walkthrough import draw, refresh, update
+    >>> fig, _ = plots.new_figure(0, figsize=(14.8, 6.0), pyplot=False)
+    >>> ax = draw(fig, update(1))
+    >>> moved = refresh(fig, update(4))
+    >>> [t.get_text() for t in ax.texts if t.get_gid() == "cell-2-0"]
+    ['0.33']
     """
-    from .. import plots
+    ax = fig.axes[0]
+    artists = {a.get_gid(): a for a in (*ax.texts, *ax.patches, *fig.texts) if a.get_gid()}
+    n = state.cards.keys.shape[0]
+    moved = []
 
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
-    fig.set_layout_engine("none")
-    ax = fig.add_axes((0.005, 0.0, 0.99, 0.87))
-    cards = state.cards
-    n = cards.keys.shape[0]
-    decimals = _decimals(cards)
-    plots.kv_cards(
-        cards.keys, cards.values, ax=ax, query=cards.query, decimals=decimals, style=style
-    )
-    # kv_cards sizes the axes to the cards it drew; keep every step on the same grid.
-    ax.set_xlim(-0.1, _SLOT * (n + 2) - 0.1)
-    ax.set_ylim(_BOTTOM, _TOP)
-    _output_card(ax, n, state, spec)
-    _positions(ax, state, n, spec)
-    _board_rows(ax, state, n, spec)
-    _erase(ax, state, spec)
-    fig.suptitle(
-        f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}",
-        fontsize=spec["label"],
-        x=0.01,
-        y=0.985,
-        ha="left",
-        va="top",
-    )
-    return ax
+    def show(gid, visible=True, text=None):
+        artist = artists[gid]
+        artist.set_visible(visible)
+        if text is not None:
+            artist.set_text(text)
+        moved.append(artist)
+        return artist
+
+    show("caption", text=f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}")
+    show("query-position", text=f"at position {state.query_position}")
+    for r in range(len(_ROW_LABELS)):
+        computed = r < len(state.board)
+        show(f"row-{r}", computed)
+        for i in range(n):
+            cell = show(f"cell-{r}-{i}", computed, state.board[r].cells[i] if computed else "")
+            # the dot product of an erased card is still taken, then thrown away: grey
+            cell.set_color("#bdbdbd" if r == 0 and state.erased[i] else "black")
+    for i in range(n):
+        weighted = state.weights is not None
+        show(f"bar-bg-{i}", weighted)
+        show(f"bar-{i}", weighted).set_width(float(state.weights[i]) if weighted else 0.0)
+    for i in range(n):
+        show(f"erased-{i}", bool(state.erased[i]))
+        show(f"erased-label-{i}", bool(state.erased[i]))
+    computed = state.output_text is not None
+    card = show("output-card")
+    card.set_facecolor(_OUTPUT_FACE if computed else "none")
+    card.set_linestyle("-" if computed else "--")
+    show("output-head")  # after the card: blitted in list order, the card would cover it
+    show("output-text", text=state.output_text if computed else "?")
+    return moved
 
 
 def table(state):
@@ -431,6 +458,8 @@ class WalkthroughExplorer(Explorer):
             draw,
             table,
             readout,
+            refresh=refresh,
+            static_key=static_key,
             figsize=figsize,
             dpi=dpi,
             style=style,
