@@ -25,6 +25,7 @@ from ._validation import as_float_array, require_whole_number
 from .attention import attention_scores, masked_softmax
 
 __all__ = [
+    "BOARD_ROWS",
     "DEFAULT_CARDS",
     "N_STEPS",
     "STEP_TITLES",
@@ -45,6 +46,8 @@ STEP_TITLES = (
     "causal mask",
 )
 N_STEPS = len(STEP_TITLES)
+#: Labels of the rows of numbers under the cards, in the order the steps add them.
+BOARD_ROWS = ("q · k", "÷ √d_k", "weight")
 
 # Steps by name, so the code below reads as the board does.
 _DOTS, _SCALE, _SOFTMAX, _OUTPUT, _MASK = range(2, N_STEPS + 1)
@@ -274,14 +277,14 @@ def walkthrough_step(cards, step, query_position=2, *, decimals=2):
     board = []
     if step >= _DOTS:
         dots = attention_scores(cards.query[None, :], cards.keys, scaled=False)[0]
-        board.append(BoardRow("q · k", tuple(_number(float(x), decimals) for x in dots)))
+        board.append(BoardRow(BOARD_ROWS[0], tuple(_number(float(x), decimals) for x in dots)))
     if step >= _SCALE:
         scores = np.where(erased, -np.inf, dots / scale)
-        board.append(BoardRow("÷ √d_k", tuple(_number(float(x), decimals) for x in scores)))
+        board.append(BoardRow(BOARD_ROWS[1], tuple(_number(float(x), decimals) for x in scores)))
     if step >= _SOFTMAX:
         # The mask acts on the scores, before softmax: erased cards get no share at all.
         weights = masked_softmax(dots / scale, ~erased)
-        board.append(BoardRow("weight", tuple(_number(float(w), decimals) for w in weights)))
+        board.append(BoardRow(BOARD_ROWS[2], tuple(_number(float(w), decimals) for w in weights)))
     if step >= _OUTPUT:
         output = weights @ cards.values
     return WalkthroughStep(

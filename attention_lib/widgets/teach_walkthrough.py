@@ -29,6 +29,7 @@ import numpy as np
 import traitlets
 
 from ..walkthrough import (
+    BOARD_ROWS,
     DEFAULT_CARDS,
     N_STEPS,
     Cards,
@@ -97,12 +98,7 @@ def update(step=1, query_position=2, cards=DEFAULT_CARDS):
 # --- drawing ------------------------------------------------------------------------------
 
 _SLOT = 1.2  # kv_cards puts card i's left edge at 1.2 * slot
-_ROW_LABELS = (
-    "q · k",
-    "÷ √d_k",
-    "weight",
-)  # the rows under the cards, as walkthrough_step names them
-_ROW_Y = (-0.2, -0.47, -0.74)
+_ROW_Y = (-0.2, -0.47, -0.74)  # heights of the BOARD_ROWS under the cards
 _BAR_Y, _BAR_HEIGHT = -0.95, 0.09
 _BOTTOM, _TOP = -1.02, 1.3
 _OUTPUT_FACE = "#f7eaf2"
@@ -152,7 +148,7 @@ def _moving_artists(fig, ax, n, spec):
         gid="query-position",
         **text,
     )
-    for r, (label, y) in enumerate(zip(_ROW_LABELS, _ROW_Y, strict=True)):
+    for r, (label, y) in enumerate(zip(BOARD_ROWS, _ROW_Y, strict=True)):
         ax.text(
             _centre(0),
             y,
@@ -302,7 +298,7 @@ def refresh(fig, state):
 
     show("caption", text=f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}")
     show("query-position", text=f"at position {state.query_position}")
-    for r in range(len(_ROW_LABELS)):
+    for r in range(len(BOARD_ROWS)):
         computed = r < len(state.board)
         show(f"row-{r}", computed)
         for i in range(n):
