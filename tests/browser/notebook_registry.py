@@ -40,7 +40,7 @@ REGISTRY: dict[str, Expectation] = {
     "notebooks/03_masks.ipynb": Expectation(),
     "notebooks/04_backward.ipynb": Expectation(),
     "notebooks/05_self_and_cross.ipynb": Expectation(),
-    # "notebooks/06_teach_it.ipynb": Expectation(control="button", reason="board mode: Next"),
+    "notebooks/06_teach_it.ipynb": Expectation(control="button", reason="board mode: Next"),
 }
 
 # A widget notebook shows itself by the explorer class, ipywidgets, the
