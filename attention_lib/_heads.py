@@ -27,6 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+# Below about 4 MB of work, splitting (and a thread pool) costs more than it saves:
+# callers run such inputs in one call instead (the dense path's readable code, the
+# streaming module's single pass).
+MIN_SPLIT_BYTES = 1 << 22
 # About 4 MB of weights per row tile: large enough for efficient matrix
 # products, small enough to stay in this machine's L2/L3 caches between passes.
 TILE_BYTES = 1 << 22
@@ -68,9 +72,8 @@ def for_each_part(task, batch_shape, head_bytes):
     A part is an index into the leading batch axes. Heads stay together while
     a part's weights fit in one tile and are split apart otherwise (then
     ``row_tiles`` cuts a head's rows); there are at least as many parts as
-    workers. Inputs without batch axes get one call, ``task(Ellipsis)``. (Small
-    inputs never get here: below 4 MB of weights, where splitting and a thread
-    pool would cost more than they save, the readable path runs instead.)
+    workers. Inputs without batch axes get one call, ``task(Ellipsis)``. Callers
+    keep inputs below ``MIN_SPLIT_BYTES`` away from here.
     """
     if not batch_shape:
         task(Ellipsis)

@@ -32,9 +32,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _heads
 from ._heads import blas_threads, for_each_part
-from ._validation import as_float_array, broadcast_mask, require_whole_number
-from .attention import _check_qkv, _sum_to_shape
+from ._validation import as_float_array, broadcast_mask, check_qkv, require_whole_number
+from .attention import _sum_to_shape
 from .masks import document_ids
 
 # 256 query rows x 256 keys of float32 is 256 KB: a block of scores and one of
@@ -149,7 +150,11 @@ def _run(task, batch, stripes, stripe_bytes):
         else:
             task(part, None)
 
-    for_each_part(run_part, batch + (stripes,), stripe_bytes)
+    parts = batch + (stripes,)
+    if math.prod(parts) * stripe_bytes < _heads.MIN_SPLIT_BYTES:
+        task(Ellipsis, None)  # too small to be worth a thread pool
+        return
+    for_each_part(run_part, parts, stripe_bytes)
 
 
 # ---------------------------------------------------------------- input checks
@@ -246,7 +251,7 @@ def streaming_attention_forward(
     >>> cache.log_sum_exp.shape  # one number per query row, not a 10 x 10 block
     (2, 10)
     """
-    Q, K, V = _check_qkv(Q, K, V)
+    Q, K, V = check_qkv(Q, K, V)
     n_queries, n_keys = Q.shape[-2], K.shape[-2]
     weights_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (n_queries, n_keys)
     if mask is not None:

@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attention_lib import plots
-from attention_lib.widgets import available_explorers, sqrt_dk
+from attention_lib.widgets import available_explorers, sqrt_dk, teach_walkthrough
 
 TARGET = 0.4
 
@@ -44,6 +44,13 @@ TARGET = 0.4
 #: listed sweeps its main control, see default_changes). Benchmark data, so it lives
 #: here and not in the library.
 SCRIPTED_CHANGES = {
+    "teach_walkthrough": (
+        *({"step": step} for step in range(1, teach_walkthrough.N_STEPS + 1)),
+        {"query_position": 1},
+        {"query_position": 3},
+        {"step": 1},
+    ),
+    "mask_order": tuple({"future_first": float(x)} for x in np.arange(-4.0, 6.5, 0.5)),
     "soft_lookup": tuple({"angle": float(a)} for a in range(-180, 180, 15)),
     "sqrt_dk": (
         *({"d_k": d} for d in sqrt_dk.D_K_CHOICES),

@@ -9,11 +9,18 @@ from attention_lib import plots
 from attention_lib.widgets import LIVE_DPI, render_png
 
 
-def assert_same_state(state, expected):
-    """Two explorer states (NamedTuples of arrays and numbers) are equal field by field."""
-    assert type(state) is type(expected)
-    for field, value in zip(state._fields, state, strict=True):
-        np.testing.assert_array_equal(value, getattr(expected, field), err_msg=field)
+def assert_same_state(state, expected, where="state"):
+    """Two explorer states (NamedTuples of arrays, numbers, strings, nested tuples) are equal."""
+    assert type(state) is type(expected), where
+    if hasattr(state, "_fields"):
+        for field in state._fields:
+            assert_same_state(getattr(state, field), getattr(expected, field), f"{where}.{field}")
+    elif isinstance(state, tuple | list):
+        assert len(state) == len(expected), where
+        for i, (value, other) in enumerate(zip(state, expected, strict=True)):
+            assert_same_state(value, other, f"{where}[{i}]")
+    else:
+        np.testing.assert_array_equal(state, expected, err_msg=where)
 
 
 def pixels(png):
@@ -21,11 +28,11 @@ def pixels(png):
     return np.asarray(Image.open(BytesIO(png)).convert("RGB"), dtype=int)
 
 
-def drawn_from_scratch(spec, state, style="default"):
+def drawn_from_scratch(spec, state, style="default", dpi=LIVE_DPI):
     """PNG of ``state`` drawn by ``spec.draw`` on a new figure, no blitting: the reference frame."""
     with plots.series_style(style):  # the style the shell draws in
         fig, _ = plots.new_figure(
-            0, figsize=spec.figsize_for(style), style=style, pyplot=False, dpi=LIVE_DPI
+            0, figsize=spec.figsize_for(style), style=style, pyplot=False, dpi=dpi
         )
         spec.draw(fig, state)
         return render_png(fig)
@@ -43,7 +50,9 @@ def assert_frames_match_fresh_drawings(explorer, spec, changes):
     for change in changes:
         explorer.set(**change)
         frame = pixels(explorer.png)
-        expected = pixels(drawn_from_scratch(spec, explorer.state, explorer.style))
+        expected = pixels(
+            drawn_from_scratch(spec, explorer.state, explorer.style, explorer.figure_dpi)
+        )
         different = np.any(frame != expected, axis=-1)
         assert not different.any(), (
             f"after {change}, {int(different.sum())} pixels differ from a fresh drawing "

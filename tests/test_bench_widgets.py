@@ -15,7 +15,7 @@ def test_scripts_name_registered_explorers():
     assert set(SCRIPTED_CHANGES) <= set(available_explorers())
 
 
-@pytest.mark.parametrize("name", ["soft_lookup", "sqrt_dk", "mask_editor", "backward_step"])
+@pytest.mark.parametrize("name", sorted(SCRIPTED_CHANGES))
 def test_scripted_changes_are_valid_control_values(name):
     explorer = available_explorers()[name].factory()
     start = explorer.values

@@ -259,3 +259,18 @@ def test_signed_heatmap_is_centred_at_zero_and_masked_cells_stay_hatched():
     assert min(zero_rgba[:3]) > 0.9
     assert max(image.get_cmap().get_bad()[:3]) < 0.8  # MASKED_COLOR grey, darker than the zero
     assert fig.axes[-1].get_ylabel() == "∂L/∂S"
+
+
+def test_default_style_comes_from_attention_style_and_an_explicit_style_wins(monkeypatch):
+    from attention_lib.widgets import soft_lookup
+
+    monkeypatch.setenv("ATTENTION_STYLE", "board")
+    fig, _ = plots.new_figure(pyplot=False)
+    assert plots.figure_style(fig) == "board"
+    assert soft_lookup.soft_lookup_explorer().style == "board"
+    assert soft_lookup.soft_lookup_explorer(style="default").style == "default"
+    monkeypatch.delenv("ATTENTION_STYLE")
+    assert plots.default_style() == "default"
+    monkeypatch.setenv("ATTENTION_STYLE", "huge")
+    with pytest.raises(ValueError, match="ATTENTION_STYLE must be one of"):
+        plots.default_style()

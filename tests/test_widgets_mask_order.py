@@ -72,6 +72,6 @@ def test_refresh_shows_what_a_fresh_draw_shows():
     assert pngs[0] == pngs[1]
 
 
-def test_registered_for_the_benchmark():
+def test_registered_with_the_explorers():
     spec = available_explorers()["mask_order"]
-    assert spec.update is mo.update and len(spec.changes) == SWEEP.size
+    assert spec.update is mo.update and spec.factory is mo.mask_order_explorer

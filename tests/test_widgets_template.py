@@ -47,6 +47,15 @@ FRAME_CHANGES = {
         {"causal": True, "T_q": 10},
         {"mode": "cross", "T_q": 1},
     ],
+    "teach_walkthrough": [
+        {"step": 2},
+        {"step": 4},
+        {"query_position": 1},  # the causal step needs a mask moved in place
+        {"step": 6},
+        {"query_position": 3},
+        {"step": 1},
+    ],
+    "mask_order": [{"future_first": -4.0}, {"future_first": 6.0}, {"future_first": 0.5}],
 }
 
 SPECS = available_explorers()

@@ -21,6 +21,7 @@ gid (a constant next to the builder) and the updater finds them again with
 from __future__ import annotations
 
 import contextlib
+import os
 
 import matplotlib as mpl
 import numpy as np
@@ -33,6 +34,7 @@ __all__ = [
     "STYLES",
     "artist",
     "board_style",
+    "default_style",
     "figure_style",
     "format_weight",
     "new_figure",
@@ -172,6 +174,32 @@ def board_style():
     return series_style("board")
 
 
+#: The environment variable that sets the series' default style (``make board`` sets it).
+STYLE_VARIABLE = "ATTENTION_STYLE"
+
+
+def default_style():
+    """The style used when none is given: ``$ATTENTION_STYLE`` if set, else ``"default"``.
+
+    ``make board`` sets ``ATTENTION_STYLE=board`` for its kernels. It is read
+    each time a figure or explorer is built and never written by the library,
+    so a notebook cannot change it behind the reader; ``style=`` always wins.
+
+    Examples
+    --------
+    >>> import os
+    >>> default_style() == os.environ.get("ATTENTION_STYLE", "default")
+    True
+    """
+    style = os.environ.get(STYLE_VARIABLE) or "default"
+    if style not in STYLES:
+        raise ValueError(
+            f"the environment variable {STYLE_VARIABLE} must be one of {sorted(STYLES)} "
+            f"or unset; got {style!r}."
+        )
+    return style
+
+
 def _active_style():
     """The style whose font size the current rcParams carry (inside a style block)."""
     size = mpl.rcParams["axes.titlesize"]
@@ -181,7 +209,7 @@ def _active_style():
             and mpl.rcParams["font.size"] == (spec["rc"]["font.size"])
         ):
             return name
-    return "default"
+    return default_style()
 
 
 def figure_style(fig_or_ax, style=None):
@@ -189,7 +217,7 @@ def figure_style(fig_or_ax, style=None):
 
     An explicit ``style`` wins; otherwise the style the figure was created
     with by :func:`new_figure`; otherwise the style of the enclosing
-    :func:`board_style` / :func:`series_style` block; otherwise ``"default"``.
+    :func:`board_style` / :func:`series_style` block; otherwise :func:`default_style`.
 
     Examples
     --------
@@ -229,7 +257,7 @@ def new_figure(
     figsize : (float, float), optional
         Inches; defaults to the style's size scaled by the grid.
     style : {"default", "board"}, optional
-        Defaults to the enclosing :func:`board_style` block, else ``"default"``.
+        Defaults to the enclosing :func:`board_style` block, else :func:`default_style`.
         The figure remembers it, so helpers drawing into it use it too.
     pyplot : bool, default True
         True: a pyplot-managed figure, for static notebook cells ending in

@@ -111,7 +111,7 @@ class ExplorerSpec(NamedTuple):
             return self.board_figsize
         return self.figsize
 
-    def explorer(self, controls, *, follow=None, style="default"):
+    def explorer(self, controls, *, follow=None, style=None):
         """The live :class:`Explorer` of this spec, wired to ``controls``.
 
         Parameters
@@ -120,7 +120,8 @@ class ExplorerSpec(NamedTuple):
             Keyword of :attr:`update` -> its control; the first is the main control.
         follow : mapping of str to callable, optional
             Dependent controls, see :class:`Explorer`.
-        style : {"default", "board"}, default "default"
+        style : {"default", "board"}, optional
+            Default: :func:`attention_lib.plots.default_style` (``$ATTENTION_STYLE``).
 
         Returns
         -------
@@ -136,6 +137,7 @@ class ExplorerSpec(NamedTuple):
         >>> explorer, explorer.state.d_k
         (<sqrt(d_k) explorer: run the notebook to interact>, 16)
         """
+        style = plots.default_style() if style is None else style
         return Explorer(
             self.title,
             controls,
@@ -268,7 +270,9 @@ class Explorer:
         :meth:`batch`, so the whole change costs one update and one redraw.
     figsize : (float, float), default (8, 3.5)
     dpi : float, default LIVE_DPI
-    style : {"default", "board"}, default "default"
+    style : {"default", "board"}, optional
+        Default: :func:`attention_lib.plots.default_style`, the environment
+        variable ``ATTENTION_STYLE`` that ``make board`` sets, else "default".
 
     Attributes
     ----------
@@ -276,6 +280,9 @@ class Explorer:
         What a notebook displays (class ``attn-explorer``).
     controls : dict
         The controls, main control first (class ``attn-main-control``).
+    controls_row : ipywidgets.HBox
+        The row that shows the controls; an explorer may add buttons that are
+        not controls of ``update`` to it (the walkthrough's Back and Reset).
     readout, table : ipywidgets.HTML
     figure : ipywidgets.Image
         PNG of the current state (class ``attn-figure``).
@@ -323,7 +330,7 @@ class Explorer:
         follow=None,
         figsize=(8.0, 3.5),
         dpi=LIVE_DPI,
-        style="default",
+        style=None,
     ):
         if not controls:
             raise ValueError("an explorer needs at least one control.")
@@ -346,7 +353,7 @@ class Explorer:
         self._background = None  # pixels of everything that does not move (blitting)
         self._batch_depth = 0  # open batch() blocks
         self._pending = False  # a control changed inside the open batch
-        self.style = style
+        self.style = style = plots.default_style() if style is None else style
         # One Agg figure for the explorer's lifetime, invisible to pyplot. Its layout
         # engine is put back before every full draw, which freezing switched off.
         self._fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=dpi)
@@ -364,13 +371,14 @@ class Explorer:
         # The page-side helper (kernel-gone message, aria values, presenter keys):
         # first, so its message sits above the controls it switches off.
         self.frontend = ExplorerFrontend()
+        # wrap onto a second line rather than squeeze sliders to a few pixels
+        self.controls_row = widgets.HBox(
+            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+        )
         self.widget = widgets.VBox(
             [
                 self.frontend,
-                # wrap onto a second line rather than squeeze sliders to a few pixels
-                widgets.HBox(
-                    list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
-                ),
+                self.controls_row,
                 self.readout,
                 self.figure,
                 numbers,
@@ -382,6 +390,11 @@ class Explorer:
         self.first_state = self.state
         for key, control in self.controls.items():
             control.observe(functools.partial(self._on_change, key), names="value")
+
+    @property
+    def figure_dpi(self):
+        """Resolution of the live figure (pixels per inch of its size)."""
+        return self._fig.dpi
 
     @property
     def main_control(self):

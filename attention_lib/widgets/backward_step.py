@@ -487,7 +487,7 @@ _FIT = {"width": "auto"}
 _LABEL = {"description_width": "initial"}
 
 
-def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style="default"):
+def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style=None):
     """The live explorer: a log slider for h (main control), the entry, the causal switch.
 
     Returns

@@ -495,7 +495,7 @@ class RealTokenSliders(_TupleOfChildren, widgets.HBox):
         self.value = wanted
 
 
-def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, style="default"):
+def mask_editor_explorer(length=5, causal=True, lengths=(5, 3), blocked=(), *, style=None):
     """The live mask editor for a batch of two examples.
 
     Controls, in order: the length ``T`` (main control), causal on/off, the

@@ -22,7 +22,7 @@ import numpy as np
 from .. import pitfalls
 from ..walkthrough import DEFAULT_CARDS, Cards, make_cards, walkthrough_step
 from ._shell import Explorer, ExplorerSpec, html_table
-from .teach_walkthrough import default_style, figure_geometry
+from .teach_walkthrough import figure_geometry
 
 __all__ = [
     "EXPLORER",
@@ -146,6 +146,9 @@ def refresh(fig, state):
     for ax, title in zip((right_ax, wrong_ax), _titles(state), strict=True):
         ax.title.set_text(title)
         moved.append(ax.title)
+    # The axis line is static but sits on top of the bars' feet in a fresh drawing:
+    # drawn again after them, a blitted frame equals a fresh one pixel for pixel.
+    moved += [ax.spines["bottom"] for ax in (right_ax, wrong_ax)]
     return moved
 
 
@@ -208,7 +211,9 @@ def mask_order_explorer(future_first=2.0, *, style=None):
     """
     import ipywidgets as widgets
 
-    style = default_style() if style is None else style
+    from .. import plots
+
+    style = plots.default_style() if style is None else style
     figsize, dpi = figure_geometry(style, HEIGHT_PX)
     controls = {
         "future_first": widgets.FloatSlider(
@@ -239,9 +244,13 @@ def mask_order_explorer(future_first=2.0, *, style=None):
 
 EXPLORER = ExplorerSpec(
     name="mask_order",
+    title="mask order",
     factory=mask_order_explorer,
     update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=figure_geometry("default", HEIGHT_PX)[0],
-    changes=tuple({"future_first": x} for x in np.arange(-4.0, 6.5, 0.5)),
+    board_figsize=figure_geometry("board", HEIGHT_PX)[0],
 )

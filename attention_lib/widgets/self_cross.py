@@ -567,7 +567,7 @@ def _agree(controls):
         controls["causal"].value = False
 
 
-def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, *, style="default"):
+def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, *, style=None):
     """The live explorer: T_q (main control), T_k, d_k, d_v, the self/cross switch, causal.
 
     In self mode the T_k slider follows T_q and is disabled; in cross mode the

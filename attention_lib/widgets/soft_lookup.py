@@ -248,7 +248,7 @@ def readout(values, state):
     )
 
 
-def soft_lookup_explorer(angle=30.0, length=1.5, *, style="default"):
+def soft_lookup_explorer(angle=30.0, length=1.5, *, style=None):
     """The live soft-lookup widget: angle (main control) and length of a 2-D query.
 
     Parameters

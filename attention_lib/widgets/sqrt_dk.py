@@ -348,7 +348,7 @@ def readout(values, state):
     )
 
 
-def sqrt_dk_explorer(d_k=256, scaled=False, *, style="default"):
+def sqrt_dk_explorer(d_k=256, scaled=False, *, style=None):
     """The live explorer: a log-step ``d_k`` slider (main control) and a scale toggle.
 
     Parameters

@@ -22,8 +22,6 @@ numbers stay sharp on a projector.
 
 from __future__ import annotations
 
-import os
-
 import ipywidgets as widgets
 import numpy as np
 import traitlets
@@ -36,6 +34,7 @@ from ..walkthrough import (
     make_cards,
     walkthrough_step,
 )
+from ._frontend import presenter_buttons
 from ._shell import Explorer, ExplorerSpec, html_table
 
 __all__ = [
@@ -43,7 +42,6 @@ __all__ = [
     "DISPLAY_WIDTH_PX",
     "EXPLORER",
     "WalkthroughExplorer",
-    "default_style",
     "draw",
     "figure_geometry",
     "readout",
@@ -467,8 +465,9 @@ class WalkthroughExplorer(Explorer):
         next_button.on_click(lambda _: self.next())
         self.back_button.on_click(lambda _: self.back())
         self.reset_button.on_click(lambda _: self.reset())
-        row = self.widget.children[0]  # the shell's row of controls: Next stays first
+        row = self.controls_row  # Next stays first
         row.children = (next_button, self.back_button, self.reset_button, *row.children[1:])
+        presenter_buttons(next_button, self.back_button)  # a clicker's keys press them
         next_button.observe(self._enable_buttons, names="value")
         self._enable_buttons()
 
@@ -499,20 +498,6 @@ class WalkthroughExplorer(Explorer):
         super().close()
 
 
-def default_style():
-    """The board style when ``ATTENTION_STYLE=board`` (what ``make board`` sets), else default.
-
-    Read each time an explorer is built, so a notebook never flips it behind the reader.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.teach_walkthrough import default_style
-    >>> default_style() in ("default", "board")
-    True
-    """
-    return os.environ.get("ATTENTION_STYLE", "default")
-
-
 def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=None):
     """The live board walkthrough: Next (main control), Back, Reset, position, card fields.
 
@@ -540,7 +525,9 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
     True
     >>> explorer.close()
     """
-    style = default_style() if style is None else style
+    from .. import plots
+
+    style = plots.default_style() if style is None else style
     figsize, dpi = figure_geometry(style)
     # walkthrough_step checks the cards and the position against them
     walkthrough_step(cards, 1, query_position)
@@ -563,14 +550,14 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
 
 EXPLORER = ExplorerSpec(
     name="teach_walkthrough",
+    title="board walkthrough",
     factory=teach_walkthrough_explorer,
     update=update,
     draw=draw,
+    refresh=refresh,
+    table=table,
+    readout=readout,
     figsize=figure_geometry("default")[0],
-    changes=(
-        *({"step": s} for s in range(1, N_STEPS + 1)),
-        {"query_position": 1},
-        {"query_position": 3},
-        {"step": 1},
-    ),
+    board_figsize=figure_geometry("board")[0],
+    static_key=static_key,
 )
