@@ -288,7 +288,7 @@ def _draw_tangent(ax, state, spec):
         color=_ACTUAL_COLOR,
         markersize=spec["marker"] / 2,
         linewidth=line,
-        label="actual  L(x + t) − L(x)",
+        label="actual  [L(x + t) − L(x)] ÷ s",
         gid=ACTUAL_GID,
     )
     ax.plot(
@@ -297,7 +297,7 @@ def _draw_tangent(ax, state, spec):
         "--",
         color=_PREDICTED_COLOR,
         linewidth=line,
-        label="gradient's prediction  t · dL/dx",
+        label="gradient's prediction  t · (dL/dx) ÷ s",
         gid=PREDICTED_GID,
     )
     ax.plot(
@@ -315,7 +315,7 @@ def _draw_tangent(ax, state, spec):
     ax.set_xlim(*LOSS_XLIM)
     ax.set_ylim(*LOSS_YLIM)
     ax.set_xlabel("nudge t, in units of h")
-    ax.set_ylabel("loss change / (h · gradient size)")
+    ax.set_ylabel("loss change ÷ s,  s = h · gradient size")
     ax.set_title(_loss_title(state))
     ax.legend(fontsize=spec["annotation"], loc="upper center")
 
@@ -329,7 +329,7 @@ def _draw_errors(ax, state, spec):
         "-",
         color=_ACTUAL_COLOR,
         linewidth=line,
-        label="central (L(x+h) − L(x−h)) / 2h",
+        label="central  [L(x+h) − L(x−h)] / (2h)",
         gid=CENTRAL_GID,
     )
     ax.loglog(
@@ -338,7 +338,7 @@ def _draw_errors(ax, state, spec):
         ":",
         color=_ONE_SIDED_COLOR,
         linewidth=line,
-        label="one-sided (L(x+h) − L(x)) / h",
+        label="one-sided  [L(x+h) − L(x)] / h",
         gid=ONE_SIDED_GID,
     )
     ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=STEP_GID)
