@@ -126,15 +126,26 @@ def code_lines(notebook: Path, min_length: int = 25) -> list[str]:
     ['explorer = sqrt_dk.explorer(style=style)']
     """
     cells = json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", [])
+
+    def source_of(cell):
+        source = cell.get("source", "")
+        return "".join(source) if isinstance(source, list) else source
+
+    # A line the prose itself quotes (07 tells students to replace
+    # `raise NotImplementedError()`) is text on the page, not code on show.
+    prose = "\n".join(source_of(c) for c in cells if c.get("cell_type") == "markdown")
     lines = []
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
-        for line in source.splitlines():
+        for line in source_of(cell).splitlines():
             line = line.strip()
-            if len(line) >= min_length and not line.startswith("#") and re.search(r"[(=]", line):
+            if (
+                len(line) >= min_length
+                and not line.startswith("#")
+                and re.search(r"[(=]", line)
+                and line not in prose
+            ):
                 lines.append(line)
     return lines
 
