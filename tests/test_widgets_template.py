@@ -55,6 +55,7 @@ FRAME_CHANGES = {
         {"query_position": 3},
         {"step": 1},
     ],
+    "online_softmax": [{"block": 3}, {"block": 4}, {"block": 1}, {"block": 2}],
     "mask_order": [{"future_first": -4.0}, {"future_first": 6.0}, {"future_first": 0.5}],
 }
 

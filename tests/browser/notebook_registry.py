@@ -41,6 +41,7 @@ REGISTRY: dict[str, Expectation] = {
     "notebooks/04_backward.ipynb": Expectation(),
     "notebooks/05_self_and_cross.ipynb": Expectation(),
     "notebooks/06_teach_it.ipynb": Expectation(control="button", reason="board mode: Next"),
+    "notebooks/08_in_practice.ipynb": Expectation(),
 }
 
 # A widget notebook shows itself by the explorer class, ipywidgets, the
