@@ -6,7 +6,7 @@ import numpy as np
 from PIL import Image
 
 from attention_lib import plots
-from attention_lib.widgets import LIVE_DPI, render_png
+from attention_lib.widgets import live_dpi, render_png
 
 
 def assert_same_state(state, expected, where="state"):
@@ -28,11 +28,12 @@ def pixels(png):
     return np.asarray(Image.open(BytesIO(png)).convert("RGB"), dtype=int)
 
 
-def drawn_from_scratch(spec, state, style="default", dpi=LIVE_DPI):
+def drawn_from_scratch(spec, state, style="default"):
     """PNG of ``state`` drawn by ``spec.draw`` on a new figure, no blitting: the reference frame."""
+    figsize = spec.figsize_for(style)
     with plots.series_style(style):  # the style the shell draws in
         fig, _ = plots.new_figure(
-            0, figsize=spec.figsize_for(style), style=style, pyplot=False, dpi=dpi
+            0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize)
         )
         spec.draw(fig, state)
         return render_png(fig)
@@ -50,9 +51,7 @@ def assert_frames_match_fresh_drawings(explorer, spec, changes):
     for change in changes:
         explorer.set(**change)
         frame = pixels(explorer.png)
-        expected = pixels(
-            drawn_from_scratch(spec, explorer.state, explorer.style, explorer.figure_dpi)
-        )
+        expected = pixels(drawn_from_scratch(spec, explorer.state, explorer.style))
         different = np.any(frame != expected, axis=-1)
         assert not different.any(), (
             f"after {change}, {int(different.sum())} pixels differ from a fresh drawing "

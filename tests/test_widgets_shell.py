@@ -10,11 +10,12 @@ from PIL import Image
 
 from attention_lib import plots
 from attention_lib.widgets import (
-    LIVE_DPI,
+    FROZEN_LAYOUTS,
     Explorer,
     ExplorerSpec,
     available_explorers,
     html_table,
+    live_dpi,
     render_png,
 )
 
@@ -65,7 +66,7 @@ def test_layout_and_css_classes():
     # Front-end helper, controls row, readout, figure, collapsible numbers: no Output widget.
     frontend, row, readout, figure, numbers = explorer.widget.children
     assert frontend is explorer.frontend and "attn-frontend" in frontend._dom_classes
-    assert list(row.children) == list(explorer.controls.values())
+    assert list(row.children) == [*explorer.controls.values(), explorer.board_toggle]
     assert readout is explorer.readout and figure is explorer.figure
     assert isinstance(numbers, ipywidgets.Accordion) and numbers.selected_index is None
     assert numbers.children[0] is explorer.table
@@ -88,7 +89,7 @@ def test_changing_a_control_recomputes_and_redraws():
         explorer.set(colour=1)
 
 
-def test_png_is_a_png_of_the_figure_size_at_live_dpi_and_the_figure_is_reused():
+def test_png_is_the_display_width_and_the_figure_is_reused():
     pyplot_figures = set(plt.get_fignums())
     explorer = _explorer()
     fig = explorer._fig
@@ -98,7 +99,8 @@ def test_png_is_a_png_of_the_figure_size_at_live_dpi_and_the_figure_is_reused():
     assert set(plt.get_fignums()) == pyplot_figures  # never a pyplot figure per change
     image = Image.open(io.BytesIO(explorer.png))
     assert image.format == "PNG"
-    assert image.size == (round(3.0 * LIVE_DPI), round(2.5 * LIVE_DPI))
+    # as wide as JupyterLab shows it at 1920 x 1080, the aspect of the figure's inches
+    assert image.size == (plots.DISPLAY_WIDTH_PX, int(2.5 / 3.0 * plots.DISPLAY_WIDTH_PX))
     assert len(fig.axes) == 1  # cleared before each draw, not stacked
 
 
@@ -215,7 +217,7 @@ def test_blitted_png_matches_a_full_render_of_the_same_state():
         explorer.set(angle=angle)
     blitted = np.asarray(Image.open(io.BytesIO(explorer.png)).convert("RGB"), dtype=int)
 
-    fig, _ = plots.new_figure(0, figsize=(3.0, 2.5), pyplot=False, dpi=LIVE_DPI)
+    fig, _ = plots.new_figure(0, figsize=(3.0, 2.5), pyplot=False, dpi=live_dpi((3.0, 2.5)))
     _draw(fig, explorer.state)
     full = np.asarray(Image.open(io.BytesIO(render_png(fig))).convert("RGB"), dtype=int)
     assert blitted.shape == full.shape
@@ -342,7 +344,7 @@ def test_a_new_static_key_draws_in_full_and_freezes_again():
 
     # What a new figure shows for this state, with the constrained layout the figure
     # started with (the freeze had switched it off; the new drawing got it back).
-    fig, _ = plots.new_figure(0, figsize=(3.0, 2.5), pyplot=False, dpi=LIVE_DPI)
+    fig, _ = plots.new_figure(0, figsize=(3.0, 2.5), pyplot=False, dpi=live_dpi((3.0, 2.5)))
     draw(fig, explorer.state)
     full = render_png(fig)
     assert explorer._fig.axes[0].get_position().bounds == pytest.approx(
@@ -350,3 +352,79 @@ def test_a_new_static_key_draws_in_full_and_freezes_again():
     )
     differing = np.any(_pixels(explorer.png) != _pixels(full), axis=-1)
     assert differing.mean() < 1e-3  # the same picture, a few antialiased pixels aside
+
+
+def test_figure_is_shown_at_its_own_width_never_stretched():
+    explorer = _explorer()
+    layout = explorer.figure.layout
+    assert (layout.width, layout.max_width, layout.height) == (
+        f"{plots.DISPLAY_WIDTH_PX}px",
+        "100%",
+        "auto",
+    )
+    assert Image.open(io.BytesIO(explorer.png)).size[0] == plots.DISPLAY_WIDTH_PX
+
+
+def test_board_toggle_redraws_in_the_board_style_and_back():
+    explorer = _explorer(board_figsize=(6.0, 4.0), style="default")
+    default_png = explorer.png
+    assert "attn-board" not in explorer.widget._dom_classes
+    explorer.board_toggle.value = True
+    assert explorer.style == "board" and plots.figure_style(explorer._fig) == "board"
+    assert "attn-board" in explorer.widget._dom_classes  # large readout (_frontend.css)
+    tick = explorer._fig.axes[0].xaxis.get_ticklabels()[0]
+    assert tick.get_fontsize() == plots.STYLES["board"]["rc"]["xtick.labelsize"]
+    # same pixel width, the board figure's aspect: larger type on the same pixels
+    assert Image.open(io.BytesIO(explorer.png)).size == (
+        plots.DISPLAY_WIDTH_PX,
+        int(4.0 / 6.0 * plots.DISPLAY_WIDTH_PX),  # Agg truncates
+    )
+    explorer.set(angle=2.0)  # controls keep working in the board style
+    assert plots.figure_style(explorer._fig) == "board"
+    explorer.board_toggle.value = False
+    explorer.set(angle=0.0)
+    assert explorer.style == "default" and "attn-board" not in explorer.widget._dom_classes
+    assert _pixels(explorer.png).shape == _pixels(default_png).shape
+    assert not np.any(_pixels(explorer.png) != _pixels(default_png))  # the same frame again
+    with pytest.raises(ValueError, match="style must be one of"):
+        explorer.set_style("poster")
+
+
+def test_recent_layouts_are_kept_and_recalled_without_drawing():
+    draws = []
+
+    def draw(fig, state):
+        draws.append(state["limit"])
+        ax = fig.subplots()
+        ax.set_xlim(-state["limit"], state["limit"])
+        ax.plot([0.0], [0.0], "o", gid="dot")
+
+    def refresh(fig, state):
+        dot = plots.artist(fig.axes[0], "dot")
+        dot.set_data([state["x"]], [0.0])
+        return [dot]
+
+    explorer = Explorer(
+        "dot",
+        {
+            "x": ipywidgets.FloatSlider(0.0, min=-5.0, max=5.0, continuous_update=False),
+            "limit": ipywidgets.IntSlider(1, min=1, max=20, continuous_update=False),
+        },
+        lambda x, limit: {"x": x, "limit": limit},
+        draw,
+        lambda s: "",
+        lambda v, s: "",
+        refresh=refresh,
+        static_key=lambda s: s["limit"],
+        figsize=(3.0, 2.0),
+    )
+    first = explorer.png
+    explorer.set(limit=2)
+    explorer.set(limit=1)  # recalled: no new drawing, the first frame again
+    assert draws == [1, 2]
+    assert not np.any(_pixels(explorer.png) != _pixels(first))
+    for limit in range(3, 4 + FROZEN_LAYOUTS):  # more sizes than are kept
+        explorer.set(limit=limit)
+    assert len(explorer._frozen) == FROZEN_LAYOUTS
+    explorer.set(limit=1)  # forgotten: drawn again
+    assert draws[-1] == 1 and draws.count(1) == 2

@@ -41,8 +41,10 @@ from .lookup import (
 )
 from .style import (
     COLORS,
+    DISPLAY_WIDTH_PX,
     DIVERGING_CMAP,
     MASKED_COLOR,
+    STATIC_DPI,
     STYLES,
     artist,
     board_style,
@@ -55,8 +57,10 @@ from .style import (
 
 __all__ = [
     "COLORS",
+    "DISPLAY_WIDTH_PX",
     "DIVERGING_CMAP",
     "MASKED_COLOR",
+    "STATIC_DPI",
     "STYLES",
     "arrows_2d",
     "artist",

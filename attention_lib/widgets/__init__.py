@@ -46,18 +46,19 @@ import importlib
 import pkgutil
 
 from ._frontend import BACK_CLASS, NEXT_CLASS, ExplorerFrontend, presenter_buttons
-from ._shell import LIVE_DPI, Explorer, ExplorerSpec, html_table, render_png
+from ._shell import FROZEN_LAYOUTS, Explorer, ExplorerSpec, html_table, live_dpi, render_png
 from .soft_lookup import soft_lookup_explorer
 
 __all__ = [
     "BACK_CLASS",
-    "LIVE_DPI",
+    "FROZEN_LAYOUTS",
     "NEXT_CLASS",
     "Explorer",
     "ExplorerFrontend",
     "ExplorerSpec",
     "available_explorers",
     "html_table",
+    "live_dpi",
     "presenter_buttons",
     "render_png",
     "soft_lookup_explorer",

@@ -13,9 +13,15 @@ builds the :class:`Explorer`). On every change of a control's
 redraws one reused Agg figure (never a new pyplot figure) and hands PNG bytes
 to a ``widgets.Image``. An ``Image`` rather than a ``widgets.Output`` because
 output captured in an ``Output`` leaks into the cell under nbval; an ``Image``
-keeps explorer cells strictly comparable. The PNG is encoded straight from the
-Agg buffer at a modest dpi with zlib level 1: most of a redraw's cost is
-rendering and encoding, not the science.
+keeps explorer cells strictly comparable.
+
+The figure is rendered :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` pixels
+wide (the notebook column at 1920 x 1080) and the image is shown at that size
+or smaller, never stretched, so a projector gets sharp text. Rendering that
+many pixels is affordable because a change only blits the artists that move
+onto a cached background, a few recent layouts are kept frozen (going back to
+an earlier size costs a blit, not a relayout), and the PNG is encoded straight
+from the Agg buffer, without alpha, at zlib level 1.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import contextlib
 import functools
 import html
 import io
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -34,10 +41,11 @@ from PIL import Image as PILImage
 from .. import plots
 from ._frontend import ExplorerFrontend
 
-__all__ = ["Explorer", "ExplorerSpec", "html_table", "render_png"]
+__all__ = ["Explorer", "ExplorerSpec", "html_table", "live_dpi", "render_png"]
 
-#: Resolution of the live figure: readable on a laptop screen, cheap to encode.
-LIVE_DPI = 72
+#: Frozen layouts an explorer keeps (one per static key: the mask editor's T, say), so
+#: going back to a recent size blits instead of laying the figure out again.
+FROZEN_LAYOUTS = 6
 
 #: The static key before anything is drawn: equal to no key, so the first update draws in full.
 _NOT_DRAWN = object()
@@ -137,7 +145,6 @@ class ExplorerSpec(NamedTuple):
         >>> explorer, explorer.state.d_k
         (<sqrt(d_k) explorer: run the notebook to interact>, 16)
         """
-        style = plots.default_style() if style is None else style
         return Explorer(
             self.title,
             controls,
@@ -148,9 +155,25 @@ class ExplorerSpec(NamedTuple):
             refresh=self.refresh,
             static_key=self.static_key,
             follow=follow,
-            figsize=self.figsize_for(style),
+            figsize=self.figsize,
+            board_figsize=self.board_figsize,
             style=style,
         )
+
+
+def live_dpi(figsize):
+    """Dots per inch that render a figure of ``figsize`` inches ``DISPLAY_WIDTH_PX`` wide.
+
+    Font sizes stay in points, so a wider figure in inches means smaller type
+    on screen: an explorer's ``figsize`` chooses its type size, the display
+    width fixes its pixels.
+
+    Examples
+    --------
+    >>> live_dpi((10.0, 4.0)) * 10.0 == plots.DISPLAY_WIDTH_PX
+    True
+    """
+    return plots.DISPLAY_WIDTH_PX / float(figsize[0])
 
 
 def render_png(fig, *, compress_level=1):
@@ -176,9 +199,12 @@ def render_png(fig, *, compress_level=1):
 
 def _encode(canvas, compress_level=1):
     """PNG bytes of what the Agg canvas currently holds (no drawing)."""
-    rgba = np.asarray(canvas.buffer_rgba())
+    # The figures are opaque: dropping alpha makes a quarter less to compress and send.
+    rgb = np.asarray(canvas.buffer_rgba())[..., :3]
     buffer = io.BytesIO()
-    PILImage.fromarray(rgba, mode="RGBA").save(buffer, format="png", compress_level=compress_level)
+    PILImage.fromarray(np.ascontiguousarray(rgb)).save(
+        buffer, format="png", compress_level=compress_level
+    )
     return buffer.getvalue()
 
 
@@ -269,10 +295,15 @@ class Explorer:
         length sliders' range and the cell grid) inside the same
         :meth:`batch`, so the whole change costs one update and one redraw.
     figsize : (float, float), default (8, 3.5)
-    dpi : float, default LIVE_DPI
+        Inches in the default style; rendered at :func:`live_dpi`, so the
+        image is ``DISPLAY_WIDTH_PX`` pixels wide whatever the inches.
+    board_figsize : (float, float), optional
+        Inches in the board style (larger type on the same pixels); default ``figsize``.
     style : {"default", "board"}, optional
-        Default: :func:`attention_lib.plots.default_style`, the environment
-        variable ``ATTENTION_STYLE`` that ``make board`` sets, else "default".
+        The style to start in. Default: :func:`attention_lib.plots.default_style`,
+        the environment variable ``ATTENTION_STYLE`` that ``make board`` sets,
+        else "default". The explorer's "board" toggle switches it later; the
+        style belongs to this explorer, nothing global changes.
 
     Attributes
     ----------
@@ -283,6 +314,12 @@ class Explorer:
     controls_row : ipywidgets.HBox
         The row that shows the controls; an explorer may add buttons that are
         not controls of ``update`` to it (the walkthrough's Back and Reset).
+    board_toggle : ipywidgets.ToggleButton
+        "board": large type and thick lines for a projector (class
+        ``attn-board-toggle``, last in :attr:`controls_row`). Not a control of
+        ``update``: it changes how the state is drawn, not the state.
+    style : str
+        The style the figure is drawn in now.
     readout, table : ipywidgets.HTML
     figure : ipywidgets.Image
         PNG of the current state (class ``attn-figure``).
@@ -329,7 +366,7 @@ class Explorer:
         static_key=None,
         follow=None,
         figsize=(8.0, 3.5),
-        dpi=LIVE_DPI,
+        board_figsize=None,
         style=None,
     ):
         if not controls:
@@ -349,21 +386,35 @@ class Explorer:
         self._update, self._draw, self._table, self._readout = update, draw, table, readout
         self._refresh_artists = refresh
         self._static_key = static_key if static_key is not None else (lambda state: None)
-        self._shown_key = _NOT_DRAWN  # static key of the state the figure was drawn for
-        self._background = None  # pixels of everything that does not move (blitting)
+        self._figsizes = {"default": tuple(figsize), "board": tuple(board_figsize or figsize)}
         self._batch_depth = 0  # open batch() blocks
         self._pending = False  # a control changed inside the open batch
-        self.style = style = plots.default_style() if style is None else style
-        # One Agg figure for the explorer's lifetime, invisible to pyplot. Its layout
-        # engine is put back before every full draw, which freezing switched off.
-        self._fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=dpi)
-        self._layout_engine = self._fig.get_layout_engine()
+        self.style = plots.default_style() if style is None else style
+        self._new_figures()
 
         self.main_control.add_class("attn-main-control")
         self.readout = widgets.HTML()
         self.readout.add_class("attn-readout")
-        self.figure = widgets.Image(format="png")
+        # Shown at its own width (the column's at 1920 x 1080) or narrower, never
+        # stretched: a flex column would otherwise widen it to fill the row.
+        self.figure = widgets.Image(
+            format="png",
+            layout=widgets.Layout(
+                width=f"{plots.DISPLAY_WIDTH_PX}px",
+                max_width="100%",
+                height="auto",
+                align_self="flex-start",
+            ),
+        )
         self.figure.add_class("attn-figure")
+        self.board_toggle = widgets.ToggleButton(
+            value=self.style == "board",
+            description="board",
+            icon="",
+            tooltip="Board style: large type and thick lines for a projector",
+            layout=widgets.Layout(width="auto"),
+        )
+        self.board_toggle.add_class("attn-board-toggle")
         self.table = widgets.HTML()
         self.table.add_class("attn-table")
         numbers = widgets.Accordion(children=[self.table], titles=("Numbers",))
@@ -373,7 +424,8 @@ class Explorer:
         self.frontend = ExplorerFrontend()
         # wrap onto a second line rather than squeeze sliders to a few pixels
         self.controls_row = widgets.HBox(
-            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+            [*self.controls.values(), self.board_toggle],
+            layout=widgets.Layout(flex_flow="row wrap"),
         )
         self.widget = widgets.VBox(
             [
@@ -385,11 +437,60 @@ class Explorer:
             ]
         )
         self.widget.add_class("attn-explorer")
+        self._mark_style()
         self.state = None
         self._refresh()
         self.first_state = self.state
         for key, control in self.controls.items():
             control.observe(functools.partial(self._on_change, key), names="value")
+        self.board_toggle.observe(self._on_board_toggle, names="value")
+
+    def _new_figures(self):
+        """Forget every drawn layout; the next refresh draws in the current style."""
+        # Agg figures invisible to pyplot, one per frozen layout, most recent last:
+        # static key -> (figure, layout engine, background of what does not move).
+        self._frozen = OrderedDict()
+        self._fig = self._make_figure()
+        self._layout_engine = self._fig.get_layout_engine()
+        self._shown_key = _NOT_DRAWN  # static key of the state self._fig shows
+        self._background = None  # pixels of everything that does not move (blitting)
+
+    def _make_figure(self):
+        figsize = self._figsizes[self.style]
+        fig, _ = plots.new_figure(
+            0, figsize=figsize, style=self.style, pyplot=False, dpi=live_dpi(figsize)
+        )
+        return fig
+
+    def _mark_style(self):
+        """The board class on the explorer: large readout and controls (``_frontend.css``)."""
+        if self.style == "board":
+            self.widget.add_class("attn-board")
+        else:
+            self.widget.remove_class("attn-board")
+
+    def _on_board_toggle(self, change):
+        self.set_style("board" if change["new"] else "default")
+
+    def set_style(self, style):
+        """Draw from now on in ``style`` ("default" or "board"); what the toggle does.
+
+        Examples
+        --------
+        >>> from attention_lib.widgets import soft_lookup_explorer
+        >>> explorer = soft_lookup_explorer(style="default")
+        >>> explorer.set_style("board")
+        >>> explorer.style, explorer.board_toggle.value, explorer.png[16:24] != b""
+        ('board', True, True)
+        """
+        style = plots.figure_style(None, style)  # checks the name
+        self.board_toggle.value = style == "board"  # re-enters once through the observer
+        if style == self.style:
+            return
+        self.style = style
+        self._mark_style()
+        self._new_figures()
+        self._refresh()
 
     @property
     def figure_dpi(self):
@@ -454,9 +555,7 @@ class Explorer:
         values = self.values
         self.state = self._update(**values)
         with plots.series_style(self.style):
-            if self._refresh_artists is not None and (
-                self._static_key(self.state) == self._shown_key
-            ):
+            if self._refresh_artists is not None and self._recall(self._static_key(self.state)):
                 png = self._move()
             else:
                 png = self._draw_in_full()
@@ -464,8 +563,27 @@ class Explorer:
         self.readout.value = self._readout(values, self.state)
         self.table.value = self._table(self.state)
 
+    def _recall(self, key):
+        """Make the frozen layout drawn for static ``key`` current; False if there is none."""
+        if key == self._shown_key:
+            return True
+        frozen = self._frozen.get(key)
+        if frozen is None:
+            return False
+        self._frozen.move_to_end(key)
+        self._fig, self._background = frozen
+        self._shown_key = key
+        return True
+
     def _draw_in_full(self):
         """Clear, draw ``self.state`` from scratch, render; freeze if there is a refresh path."""
+        if self._refresh_artists is not None and self._shown_key is not _NOT_DRAWN:
+            # Keep the layout on show for a later return to its key; draw on another
+            # figure, the least recently used one once FROZEN_LAYOUTS are kept.
+            if len(self._frozen) >= FROZEN_LAYOUTS:
+                _, (self._fig, _) = self._frozen.popitem(last=False)
+            else:
+                self._fig = self._make_figure()
         fig = self._fig
         fig.clear()
         fig.set_layout_engine(self._layout_engine or "none")
@@ -484,6 +602,7 @@ class Explorer:
         fig = self._fig
         self._shown_key = self._static_key(self.state)
         self._background = None
+        self._frozen.pop(self._shown_key, None)
         moving = self._refresh_artists(fig, self.state)  # same state: names, does not move
         if moving is not None:
             moving = list(moving)
@@ -492,9 +611,11 @@ class Explorer:
         fig.canvas.draw()
         # Keep the positions this layout pass found: none per change.
         fig.set_layout_engine("none")
+        if moving is not None:
+            self._background = fig.canvas.copy_from_bbox(fig.bbox)
+        self._frozen[self._shown_key] = (fig, self._background)
         if moving is None:  # nothing to blit: changes render the frozen figure in full
             return _encode(fig.canvas)
-        self._background = fig.canvas.copy_from_bbox(fig.bbox)
         return self._blit(moving)
 
     def _move(self):
@@ -556,7 +677,8 @@ class Explorer:
         """
         style = self.style if style is None else style
         state = self.first_state if state is None else state
-        fig, _ = plots.new_figure(0, figsize=tuple(self._fig.get_size_inches()), style=style)
+        figsize = self._figsizes[style]
+        fig, _ = plots.new_figure(0, figsize=figsize, style=style, dpi=live_dpi(figsize))
         with plots.series_style(style):
             self._draw(fig, state)
         return fig
@@ -569,6 +691,7 @@ class Explorer:
             self.readout,
             self.figure,
             self.table,
+            self.board_toggle,
             *self.controls.values(),
         ):
             child.close()

@@ -214,7 +214,6 @@ def mask_order_explorer(future_first=2.0, *, style=None):
     from .. import plots
 
     style = plots.default_style() if style is None else style
-    figsize, dpi = figure_geometry(style, HEIGHT_PX)
     controls = {
         "future_first": widgets.FloatSlider(
             value=float(future_first),
@@ -236,8 +235,8 @@ def mask_order_explorer(future_first=2.0, *, style=None):
         table,
         readout,
         refresh=refresh,
-        figsize=figsize,
-        dpi=dpi,
+        figsize=figure_geometry("default", HEIGHT_PX)[0],
+        board_figsize=figure_geometry("board", HEIGHT_PX)[0],
         style=style,
     )
 

@@ -26,6 +26,7 @@ import ipywidgets as widgets
 import numpy as np
 import traitlets
 
+from .. import plots
 from ..walkthrough import (
     BOARD_ROWS,
     DEFAULT_CARDS,
@@ -52,9 +53,9 @@ __all__ = [
     "update",
 ]
 
-#: Width of the notebook column in JupyterLab at 1920 x 1080 (measured: about 1484 CSS
-#: px); the figure is rendered this many pixels wide, so it is shown at about 1:1.
-DISPLAY_WIDTH_PX = 1480
+#: Width of the notebook column in JupyterLab at 1920 x 1080 (see the shell); the
+#: figure is rendered this many pixels wide, so it is shown at about 1:1.
+DISPLAY_WIDTH_PX = plots.DISPLAY_WIDTH_PX
 #: Height of the figure in pixels: with the controls, readout and the "Numbers" bar the
 #: explorer stays under the 959 px of the notebook panel's visible height.
 DISPLAY_HEIGHT_PX = 600
@@ -444,7 +445,7 @@ class WalkthroughExplorer(Explorer):
     keys). Build it with :func:`teach_walkthrough_explorer`.
     """
 
-    def __init__(self, controls, *, figsize, dpi, style):
+    def __init__(self, controls, *, style):
         super().__init__(
             "board walkthrough",
             controls,
@@ -454,8 +455,8 @@ class WalkthroughExplorer(Explorer):
             readout,
             refresh=refresh,
             static_key=static_key,
-            figsize=figsize,
-            dpi=dpi,
+            figsize=figure_geometry("default")[0],
+            board_figsize=figure_geometry("board")[0],
             style=style,
         )
         self._start = self.values
@@ -528,7 +529,6 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
     from .. import plots
 
     style = plots.default_style() if style is None else style
-    figsize, dpi = figure_geometry(style)
     # walkthrough_step checks the cards and the position against them
     walkthrough_step(cards, 1, query_position)
     n = cards.keys.shape[0]
@@ -545,7 +545,7 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
         ),
         "cards": _CardEditor(cards),
     }
-    return WalkthroughExplorer(controls, figsize=figsize, dpi=dpi, style=style)
+    return WalkthroughExplorer(controls, style=style)
 
 
 EXPLORER = ExplorerSpec(
