@@ -33,7 +33,11 @@ def drawn_from_scratch(spec, state, style="default"):
     figsize = spec.figsize_for(style)
     with plots.series_style(style):  # the style the shell draws in
         fig, _ = plots.new_figure(
-            0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize)
+            0,
+            figsize=figsize,
+            style=style,
+            pyplot=False,
+            dpi=live_dpi(figsize, spec.display_width_px),
         )
         spec.draw(fig, state)
         return render_png(fig)

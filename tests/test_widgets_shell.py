@@ -428,3 +428,33 @@ def test_recent_layouts_are_kept_and_recalled_without_drawing():
     assert len(explorer._frozen) == FROZEN_LAYOUTS
     explorer.set(limit=1)  # forgotten: drawn again
     assert draws[-1] == 1 and draws.count(1) == 2
+
+
+def test_a_control_beside_a_narrower_figure():
+    """``beside_figure`` moves a control next to the figure; ``display_width_px`` narrows it."""
+    explorer = _explorer(display_width_px=1100, beside_figure=("scale",))
+    _, row, readout, figure_row, _ = explorer.widget.children
+    assert readout is explorer.readout
+    assert list(row.children) == [explorer.controls["angle"], explorer.board_toggle]
+    beside, figure = figure_row.children
+    assert list(beside.children) == [explorer.controls["scale"]] and figure is explorer.figure
+    assert figure_row.layout.flex_flow == "row wrap"  # a narrow page wraps, never scrolls
+    assert explorer.figure.layout.width == "1100px"
+    assert Image.open(io.BytesIO(explorer.png)).size[0] == 1100
+    explorer.set(scale=2.0)  # still a control of update
+    assert explorer.state["point"][0] == pytest.approx(2.0)
+    assert explorer.draw_static().dpi == pytest.approx(1100 / 3.0)
+    with pytest.raises(KeyError, match="beside_figure names unknown control"):
+        _explorer(beside_figure=("zoom",))
+
+
+def test_spec_passes_its_display_width_to_the_explorer():
+    spec = ExplorerSpec(
+        "toy", "toy", None, _update, _draw, lambda fig, s: None, lambda s: "",
+        lambda values, s: "", figsize=(3.0, 2.5), display_width_px=900,
+    )  # fmt: skip
+    explorer = spec.explorer(_controls(), beside_figure=("scale",))
+    assert explorer.display_width_px == 900 and explorer.figure_dpi == pytest.approx(300.0)
+    assert spec._replace(display_width_px=None).explorer(_controls()).display_width_px == (
+        plots.DISPLAY_WIDTH_PX
+    )

@@ -16,7 +16,8 @@ output captured in an ``Output`` leaks into the cell under nbval; an ``Image``
 keeps explorer cells strictly comparable.
 
 The figure is rendered :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` pixels
-wide (the notebook column at 1920 x 1080) and the image is shown at that size
+wide (the notebook column at 1920 x 1080; less for an explorer that shows a
+control beside its figure, ``display_width_px``) and the image is shown at that size
 or smaller, never stretched, so a projector gets sharp text. Rendering that
 many pixels is affordable because a change only blits the artists that move
 onto a cached background, a few recent layouts are kept frozen (going back to
@@ -81,6 +82,11 @@ class ExplorerSpec(NamedTuple):
         Figure size in the board style (large fonts need more room); default ``figsize``.
     static_key : callable, optional
         See :class:`Explorer`; default: the static part never changes.
+    display_width_px : int, optional
+        Width the figure is rendered and shown at, in CSS pixels; default
+        :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` (the whole column). An
+        explorer that shows controls beside its figure (``beside_figure``)
+        takes less, so the row still fits the column unscaled.
 
     Examples
     --------
@@ -105,6 +111,7 @@ class ExplorerSpec(NamedTuple):
     figsize: tuple[float, float]
     board_figsize: tuple[float, float] | None = None
     static_key: Callable[[Any], Any] | None = None
+    display_width_px: int | None = None
 
     def figsize_for(self, style):
         """The figure size in inches for ``style`` ("default" or "board").
@@ -119,7 +126,7 @@ class ExplorerSpec(NamedTuple):
             return self.board_figsize
         return self.figsize
 
-    def explorer(self, controls, *, follow=None, style=None):
+    def explorer(self, controls, *, follow=None, style=None, beside_figure=()):
         """The live :class:`Explorer` of this spec, wired to ``controls``.
 
         Parameters
@@ -130,6 +137,9 @@ class ExplorerSpec(NamedTuple):
             Dependent controls, see :class:`Explorer`.
         style : {"default", "board"}, optional
             Default: :func:`attention_lib.plots.default_style` (``$ATTENTION_STYLE``).
+        beside_figure : sequence of str, optional
+            Controls shown left of the figure instead of in the controls row, see
+            :class:`Explorer`.
 
         Returns
         -------
@@ -158,11 +168,15 @@ class ExplorerSpec(NamedTuple):
             figsize=self.figsize,
             board_figsize=self.board_figsize,
             style=style,
+            display_width_px=self.display_width_px,
+            beside_figure=beside_figure,
         )
 
 
-def live_dpi(figsize):
-    """Dots per inch that render a figure of ``figsize`` inches ``DISPLAY_WIDTH_PX`` wide.
+def live_dpi(figsize, width_px=None):
+    """Dots per inch that render a figure of ``figsize`` inches ``width_px`` pixels wide.
+
+    ``width_px`` defaults to :data:`~attention_lib.plots.DISPLAY_WIDTH_PX`.
 
     Font sizes stay in points, so a wider figure in inches means smaller type
     on screen: an explorer's ``figsize`` chooses its type size, the display
@@ -172,8 +186,11 @@ def live_dpi(figsize):
     --------
     >>> live_dpi((10.0, 4.0)) * 10.0 == plots.DISPLAY_WIDTH_PX
     True
+    >>> live_dpi((10.0, 4.0), 1100)
+    110.0
     """
-    return plots.DISPLAY_WIDTH_PX / float(figsize[0])
+    width_px = plots.DISPLAY_WIDTH_PX if width_px is None else width_px
+    return float(width_px) / float(figsize[0])
 
 
 def render_png(fig, *, compress_level=1):
@@ -299,6 +316,16 @@ class Explorer:
         image is ``DISPLAY_WIDTH_PX`` pixels wide whatever the inches.
     board_figsize : (float, float), optional
         Inches in the board style (larger type on the same pixels); default ``figsize``.
+    display_width_px : int, optional
+        CSS pixels the figure is rendered and shown at; default
+        :data:`~attention_lib.plots.DISPLAY_WIDTH_PX`, the notebook column at
+        1920 x 1080. Less when ``beside_figure`` takes part of the row.
+    beside_figure : sequence of str, optional
+        Keywords of controls shown in a column left of the figure rather than
+        in the controls row: a control that acts on the figure (the mask
+        editor's grid of cells) sits next to it. The column and the figure
+        wrap onto two lines when the page is too narrow for both (a zoomed
+        browser), so nothing needs scrolling inside the explorer.
     style : {"default", "board"}, optional
         The style to start in. Default: :func:`attention_lib.plots.default_style`,
         the environment variable ``ATTENTION_STYLE`` that ``make board`` sets,
@@ -312,8 +339,9 @@ class Explorer:
     controls : dict
         The controls, main control first (class ``attn-main-control``).
     controls_row : ipywidgets.HBox
-        The row that shows the controls; an explorer may add buttons that are
-        not controls of ``update`` to it (the walkthrough's Back and Reset).
+        The row that shows the controls (but those ``beside_figure``); an
+        explorer may add buttons that are not controls of ``update`` to it
+        (the walkthrough's Back and Reset).
     board_toggle : ipywidgets.ToggleButton
         "board": large type and thick lines for a projector (class
         ``attn-board-toggle``, last in :attr:`controls_row`). Not a control of
@@ -368,6 +396,8 @@ class Explorer:
         figsize=(8.0, 3.5),
         board_figsize=None,
         style=None,
+        display_width_px=None,
+        beside_figure=(),
     ):
         if not controls:
             raise ValueError("an explorer needs at least one control.")
@@ -387,6 +417,11 @@ class Explorer:
         self._refresh_artists = refresh
         self._static_key = static_key if static_key is not None else (lambda state: None)
         self._figsizes = {"default": tuple(figsize), "board": tuple(board_figsize or figsize)}
+        self.display_width_px = int(display_width_px or plots.DISPLAY_WIDTH_PX)
+        beside_figure = tuple(beside_figure)
+        unknown = set(beside_figure) - set(self.controls)
+        if unknown:
+            raise KeyError(f"beside_figure names unknown control(s) {sorted(unknown)}.")
         self._batch_depth = 0  # open batch() blocks
         self._pending = False  # a control changed inside the open batch
         self.style = plots.default_style() if style is None else style
@@ -400,7 +435,7 @@ class Explorer:
         self.figure = widgets.Image(
             format="png",
             layout=widgets.Layout(
-                width=f"{plots.DISPLAY_WIDTH_PX}px",
+                width=f"{self.display_width_px}px",
                 max_width="100%",
                 height="auto",
                 align_self="flex-start",
@@ -424,15 +459,22 @@ class Explorer:
         self.frontend = ExplorerFrontend()
         # wrap onto a second line rather than squeeze sliders to a few pixels
         self.controls_row = widgets.HBox(
-            [*self.controls.values(), self.board_toggle],
+            [*(c for k, c in self.controls.items() if k not in beside_figure), self.board_toggle],
             layout=widgets.Layout(flex_flow="row wrap"),
         )
+        figure_row = self.figure
+        if beside_figure:
+            beside = widgets.VBox([self.controls[key] for key in beside_figure])
+            figure_row = widgets.HBox(
+                [beside, self.figure],
+                layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"),
+            )
         self.widget = widgets.VBox(
             [
                 self.frontend,
                 self.controls_row,
                 self.readout,
-                self.figure,
+                figure_row,
                 numbers,
             ]
         )
@@ -458,7 +500,11 @@ class Explorer:
     def _make_figure(self):
         figsize = self._figsizes[self.style]
         fig, _ = plots.new_figure(
-            0, figsize=figsize, style=self.style, pyplot=False, dpi=live_dpi(figsize)
+            0,
+            figsize=figsize,
+            style=self.style,
+            pyplot=False,
+            dpi=live_dpi(figsize, self.display_width_px),
         )
         return fig
 
@@ -678,7 +724,9 @@ class Explorer:
         style = self.style if style is None else style
         state = self.first_state if state is None else state
         figsize = self._figsizes[style]
-        fig, _ = plots.new_figure(0, figsize=figsize, style=style, dpi=live_dpi(figsize))
+        fig, _ = plots.new_figure(
+            0, figsize=figsize, style=style, dpi=live_dpi(figsize, self.display_width_px)
+        )
         with plots.series_style(style):
             self._draw(fig, state)
         return fig
