@@ -60,10 +60,11 @@ SCRIPTED_CHANGES = {
     ),
     # A student's session, in order, ending where the explorer starts (so repeats are
     # alike): mostly clicks on cells (one cell more or less each time), causal on/off
-    # and the real-token sliders, now and then a new T. 8 of the 26 redraw in full:
-    # the four T changes, and four that empty a row or refill it (its row sum label
-    # changes): blocking and freeing (0, 0) under the causal mask, and example 1
-    # down to 1 real token while (1, 0) is blocked, then back to 3.
+    # and the real-token sliders, now and then a new T. Only the four T changes can
+    # redraw in full (a T seen recently is recalled frozen); the four changes that
+    # empty a row or refill it (blocking and freeing (0, 0) under the causal mask,
+    # example 1 down to 1 real token while (1, 0) is blocked, then back to 3) blit
+    # like the rest. None asks for no padding, as a slider at its right end does.
     "mask_editor": (
         {"blocked": ((4, 1),)},
         {"blocked": ((4, 1), (4, 2))},
@@ -78,7 +79,7 @@ SCRIPTED_CHANGES = {
         {"lengths": (4, 5)},
         {"causal": False},
         {"blocked": ((4, 2), (5, 5))},
-        {"lengths": (6, 5)},
+        {"lengths": (None, 5)},
         {"causal": True},
         {"blocked": ((0, 0), (4, 2), (5, 5))},
         {"blocked": ((4, 2), (5, 5))},
@@ -89,7 +90,7 @@ SCRIPTED_CHANGES = {
         {"blocked": ((1, 0),)},
         {"lengths": (4, 1)},
         {"length": 5},
-        {"lengths": (5, 3)},
+        {"lengths": (None, 3)},
         {"blocked": ()},
     ),
     # Listed because the main control is a FloatLogSlider, whose min/max are exponents.

@@ -41,6 +41,21 @@ def test_changing_length_keeps_the_tokens():
 def test_lengths_are_clipped_and_cells_outside_ignored():
     state = mask_editor.update(3, lengths=[7, -1], blocked={(5, 5), (0, 0)})
     assert state.lengths == (3, 0) and state.blocked == frozenset({(0, 0)})
+    assert state.requested == (7, -1)  # what was asked for stays in the state
+
+
+def test_none_asks_for_no_padding_at_any_length():
+    for length in (1, 4, 8):
+        state = mask_editor.update(length, lengths=[None, 3])
+        assert state.lengths == (length, min(3, length))
+        assert state.padding_part[0].all()
+
+
+def test_bad_lengths():
+    with pytest.raises(ValueError, match="lengths must hold whole numbers"):
+        mask_editor.update(3, lengths=[2.5, 1])
+    with pytest.raises(ValueError, match="lengths must name at least one example"):
+        mask_editor.update(3, lengths=[])
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -101,7 +116,8 @@ def test_clicking_a_cell_blocks_it_and_redraws(editor):
     before = editor.png
     button.value = True  # what a click (or Space on the focused button) does
     assert editor.state.blocked == {(3, 1)} and not editor.state.mask[:, 3, 1].any()
-    assert button.description == "✕" and "click to allow" in button.tooltip
+    assert button.description == "✕"
+    assert button.tooltip == "query 3, key 1: blocked by hand (click to allow)"
     assert editor.png != before
     button.value = False
     assert editor.state.blocked == frozenset()
@@ -125,14 +141,105 @@ def test_length_moves_the_dependent_controls_with_one_redraw(editor):
     state = editor.set(length=3)
     assert len(frames) == 1
     assert state.lengths == (3, 3) and state.blocked == {(1, 1)}
-    assert [slider.max for slider in editor.controls["lengths"].children] == [3, 3]
+    sliders = editor.controls["lengths"].children
+    assert [slider.max for slider in sliders] == [3, 3]
+    assert [slider.value for slider in sliders] == [3, 3]  # shown clipped
+    assert editor.controls["lengths"].value == (None, 3)  # what was asked for stays
     assert editor.controls["blocked"].value == ((1, 1),)
     assert len(editor.controls["blocked"].buttons) == 9
     state = editor.set(length=8)
-    assert state.lengths == (8, 8)  # both examples were full at T = 3: they stay full
-    editor.controls["lengths"].children[1].value = 2  # as a user drags it
+    assert state.lengths == (8, 3)  # no padding stays no padding; 3 real tokens come back
+    sliders[1].value = 2  # as a user drags it
     state = editor.set(length=6)
-    assert state.lengths == (6, 2)  # a padded example keeps its length
+    assert state.lengths == (6, 2)
+    sliders[1].value = 6  # the right end: no padding, whatever T
+    assert editor.set(length=7).lengths == (7, 7)
+
+
+def test_real_tokens_survive_t_down_to_one_and_back(editor):
+    """Issue 12: example 1's 3 real tokens must not turn into 5 after a trip to T = 1."""
+    assert editor.state.lengths == (5, 3)
+    frames = count_frames(editor)
+    for length in (4, 3, 2, 1):
+        editor.controls["length"].value = length  # the slider, one step at a time
+        assert editor.state.lengths == (length, min(3, length))
+    assert "example 1 gets its 3 back when T ≥ 3" in editor.readout.value
+    for length in (2, 3, 4, 5):
+        editor.controls["length"].value = length
+    assert len(frames) == 8  # one frame per step, nothing else redrawn
+    assert editor.state.lengths == (5, 3) and editor.state.requested == (None, 3)
+    assert [s.value for s in editor.controls["lengths"].children] == [5, 3]
+    assert "gets its" not in editor.readout.value
+    assert editor.state.padding_part[1, 0].tolist() == [True, True, True, False, False]
+
+
+def test_grid_shows_what_the_masks_block(editor):
+    grid = editor.controls["blocked"]  # T = 5, causal, real tokens (5, 3)
+    for (q, k), button in grid.buttons.items():
+        assert button.tooltip.startswith(f"query {q}, key {k}: ")  # its accessible name
+        masked = "attn-cell-masked" in button._dom_classes
+        if k > q:
+            assert button.description == "◥" and masked
+            assert button.tooltip == f"query {q}, key {k}: blocked by the causal mask"
+        elif k >= 3:  # padding in example 1 only: still open in example 0
+            assert button.description == "·" and not masked
+            assert "attn-cell-partly-padded" in button._dom_classes
+            assert f"key {k} is padding in example 1" in button.tooltip
+        else:
+            assert button.description == "·" and not masked
+            assert button.tooltip == f"query {q}, key {k}: open (click to block)"
+    editor.set(causal=False, lengths=(2, 1))
+    assert grid.buttons[0, 4].description == "▒"  # padding in both examples now
+    assert grid.buttons[0, 4].tooltip == (
+        "query 0, key 4: blocked by padding (key 4 is padding in every example)"
+    )
+    assert grid.buttons[0, 1].description == "·"  # causal off: the future is open
+    assert "attn-cell-partly-padded" in grid.buttons[0, 1]._dom_classes
+    editor.set(length=2)  # the padding (2, 1) leaves key 1 padded in example 1 only
+    assert set(grid.buttons) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert "attn-cell-masked" not in grid.buttons[1, 1]._dom_classes
+
+
+def test_a_click_on_a_cell_a_mask_blocks_changes_nothing_and_says_why(editor):
+    grid = editor.controls["blocked"]
+    frames = count_frames(editor)
+    state = editor.state
+    grid.buttons[1, 3].value = True  # a click above the diagonal: the causal mask blocks it
+    assert grid.buttons[1, 3].value is False  # it springs back
+    assert grid.value == () and editor.state is state and frames == []
+    assert editor.readout.value.endswith(
+        "<br>query 1, key 3 is already blocked by the causal mask: the click changes nothing."
+    )
+    editor.set(lengths=(3, 3))
+    assert "already blocked" not in editor.readout.value  # the next change clears the note
+    grid.buttons[4, 4].value = True  # key 4 is padding in both examples
+    assert grid.value == ()
+    assert "blocked by padding (key 4 is padding in every example)" in editor.readout.value
+    with pytest.raises(ValueError, match=r"cell \(2, 1\) is not blocked"):
+        mask_editor.blocked_click_note(editor.state, (2, 1))
+
+
+def test_a_cell_blocked_by_hand_can_be_freed_under_a_mask(editor):
+    grid = editor.controls["blocked"]
+    editor.set(causal=False)
+    grid.buttons[0, 2].value = True
+    assert editor.state.blocked == {(0, 2)}
+    editor.set(causal=True)  # now the causal mask blocks it too
+    button = grid.buttons[0, 2]
+    assert button.description == "✕" and "attn-cell-masked" in button._dom_classes
+    assert button.tooltip == (
+        "query 0, key 2: blocked by hand and by the causal mask (click to allow)"
+    )
+    button.value = False
+    assert editor.state.blocked == frozenset() and button.description == "◥"
+
+
+def test_the_grid_sits_beside_the_figure(editor):
+    _, row, _, figure_row, _ = editor.widget.children
+    assert editor.controls["blocked"] not in row.children
+    assert list(figure_row.children[0].children) == [editor.controls["blocked"]]
+    assert figure_row.children[1] is editor.figure
+    assert editor.figure.layout.width == f"{mask_editor.DISPLAY_WIDTH_PX}px"
 
 
 def test_length_one_and_every_key_masked_do_not_raise(editor):
@@ -167,9 +274,8 @@ def test_length_one_and_every_key_masked_do_not_raise(editor):
         ([{"length": 6}, {"blocked": ((2, 1), (5, 0))}, {"lengths": (6, 2)}, {"causal": False}], 1),
         # T = 8: no numbers in the cells
         ([{"length": 8}, {"lengths": (3, 3)}, {"blocked": ((7, 7),)}, {"causal": False}], 1),
-        # row 0 empties (its row sum label changes): drawn from scratch; it refills:
-        # back to the first layout, which the explorer kept frozen
-        ([{"blocked": ((0, 0),)}, {"lengths": (5, 4)}, {"blocked": ()}], 1),
+        # row 0 empties and refills: its row sum is refreshed, nothing drawn anew
+        ([{"blocked": ((0, 0),)}, {"lengths": (5, 4)}, {"blocked": ()}], 0),
     ],
     ids=["same-T", "new-T-then-same-T", "T-8", "empty-row"],
 )
@@ -215,7 +321,7 @@ def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
     assert calls[0] == {
         "length": 3,
         "causal": True,
-        "lengths": (3, 3),
+        "lengths": (None, 3),
         "blocked": ((1, 1),),
     }
     editor.set(causal=False, lengths=(3, 1), blocked=((0, 0),))  # three controls, one batch
@@ -224,21 +330,17 @@ def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
     editor.close()
 
 
-def test_static_key_changes_with_length_and_row_sums_only():
+def test_static_key_is_the_length_only():
     key = mask_editor.static_key
     base = mask_editor.update(4, True, (4, 2))
     for same in (
         mask_editor.update(4, False, (4, 2)),
         mask_editor.update(4, True, (3, 1)),
-        mask_editor.update(4, True, (4, 2), {(3, 0), (2, 2)}),
+        mask_editor.update(4, True, (4, 0)),  # an empty row: refreshed, not redrawn
+        mask_editor.update(4, True, (4, 2), {(3, 0), (0, 0)}),
     ):
         assert key(same) == key(base)
-    for other in (
-        mask_editor.update(5, True, (4, 2)),
-        mask_editor.update(4, True, (4, 0)),
-        mask_editor.update(4, True, (4, 2), {(0, 0)}),
-    ):
-        assert key(other) != key(base)
+    assert key(mask_editor.update(5, True, (4, 2))) != key(base)
 
 
 def test_static_figure():
@@ -247,7 +349,8 @@ def test_static_figure():
     editor = mask_editor.mask_editor_explorer(8, lengths=(8, 2), blocked=((7, 0),))
     fig = editor.draw_static()
     labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
-    assert labels[-1] == "q7  Σ=1.00"
+    sums = [t.get_text() for t in fig.axes[1].texts if t.get_gid() == "row-sum"]
+    assert labels[-1] == "q7" and sums == ["Σ=1"] * 8
     plt.close(fig)
     editor.close()
 
@@ -268,3 +371,15 @@ def test_factory_checks_its_arguments():
         mask_editor.mask_editor_explorer(9)
     with pytest.raises(ValueError, match="lengths must give 2 examples"):
         mask_editor.mask_editor_explorer(lengths=(3,))
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_every_text_is_at_least_14_css_px(style):
+    editor = mask_editor.mask_editor_explorer(4, lengths=(None, 2), style=style)  # numbers on
+    fig = editor._fig
+    assert fig.get_size_inches()[0] * fig.dpi == pytest.approx(mask_editor.DISPLAY_WIDTH_PX)
+    texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")) if t.get_text()]
+    assert len(texts) > 40  # titles, ticks, cell numbers, row sums, colour bar
+    smallest = min(t.get_fontsize() for t in texts) * fig.dpi / 72
+    assert smallest >= 14, f"{smallest:.1f} CSS px"
+    editor.close()
