@@ -32,6 +32,7 @@ FRAME_CHANGES = {
         {"lengths": (5, 1)},
         {"length": 6},  # a new T: a full redraw, then blitting again
         {"lengths": (2, 6)},
+        {"lengths": (0, 6)},  # example 0 all padding: its rows empty, their sums turn 0
     ],
     "backward_step": [
         {"h": 1e-3},
