@@ -383,3 +383,12 @@ def test_every_text_is_at_least_14_css_px(style):
     smallest = min(t.get_fontsize() for t in texts) * fig.dpi / 72
     assert smallest >= 14, f"{smallest:.1f} CSS px"
     editor.close()
+
+
+def test_every_cell_button_is_named_even_when_hidden(editor):
+    """The page lists all 64 buttons (those beyond T hidden): each needs a name."""
+    grid = editor.controls["blocked"]
+    assert len(grid._all) == mask_editor.MAX_LENGTH**2
+    for (q, k), button in grid._all.items():
+        assert button.tooltip.startswith(f"query {q}, key {k}: ") and button.description
+        assert (button.layout.display == "none") == ((q, k) not in grid.buttons)

@@ -602,7 +602,9 @@ class CellGrid(_TupleOfChildren, widgets.GridBox):
         return mask_reason(q, k, self._causal, self._lengths) if self._lengths else ""
 
     def _restyle(self):
-        for (q, k), button in self.buttons.items():
+        # Hidden cells too: a page that lists every button finds each one named, and
+        # only the looks that changed reach the page.
+        for (q, k), button in self._all.items():
             reason = self._reason(q, k)
             padded = [b for b, n in enumerate(self._lengths) if k >= n]
             if button.value:
