@@ -465,9 +465,13 @@ class Explorer:
         figure_row = self.figure
         if beside_figure:
             beside = widgets.VBox([self.controls[key] for key in beside_figure])
+            # No scroll box of its own: at a browser zoom where the figure shrinks to the
+            # row's width, the figure's 2 px widget margins would overflow it by 4 px.
             figure_row = widgets.HBox(
                 [beside, self.figure],
-                layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"),
+                layout=widgets.Layout(
+                    flex_flow="row wrap", align_items="flex-start", overflow="visible"
+                ),
             )
         self.widget = widgets.VBox(
             [

@@ -484,10 +484,15 @@ class _TupleOfChildren:
 
     def close(self):
         for child in self.children:
+            for grandchild in getattr(child, "children", ()):
+                grandchild.close()  # the cells and labels of the grid
             child.close()
         super().close()
 
 
+#: Width of the grid with its key, in CSS pixels: room for 8 x 8 cells, the same for
+#: every T so the figure beside it does not move when T changes.
+_GRID_WIDTH = "320px"
 #: What a cell of the grid shows: symbol (its accessible name comes from the
 #: tooltip, see ``_frontend.js``) and CSS class (``_frontend.css``).
 _CELL_LOOKS = {
@@ -506,7 +511,7 @@ _GRID_LEGEND = (
 )
 
 
-class CellGrid(_TupleOfChildren, widgets.GridBox):
+class CellGrid(_TupleOfChildren, widgets.VBox):
     """A T x T grid of toggle buttons, one per (query, key) cell; ``value`` = blocked cells.
 
     ``value`` is a sorted tuple of ``(query, key)`` pairs blocked by hand, so
@@ -523,7 +528,8 @@ class CellGrid(_TupleOfChildren, widgets.GridBox):
 
     The buttons of the longest grid are made once; :meth:`resize` shows the
     first ``length x length`` of them and drops blocked cells outside, so a
-    new ``T`` sends a few layout changes to the page, not a new grid.
+    new ``T`` sends a few layout changes to the page, not a new grid. A key
+    to the symbols sits under the cells (:attr:`cells`, a ``GridBox``).
 
     Examples
     --------
@@ -559,9 +565,10 @@ class CellGrid(_TupleOfChildren, widgets.GridBox):
                 button.observe(self._on_button, names="value")
                 self._all[q, k] = button
                 children.append(button)
-        self._legend = widgets.HTML(_GRID_LEGEND, layout=widgets.Layout(grid_column="1 / -1"))
+        self.cells = widgets.GridBox(children, layout=widgets.Layout(grid_gap="2px"))
+        legend = widgets.HTML(_GRID_LEGEND)
         self._labels = {"k": key_labels, "q": query_labels}
-        super().__init__([*children, self._legend])
+        super().__init__([self.cells, legend], layout=widgets.Layout(width=_GRID_WIDTH))
         self.add_class("attn-cell-grid")
         self.on_blocked_click = on_blocked_click
         self._causal, self._lengths = bool(causal), tuple(lengths)
@@ -583,8 +590,7 @@ class CellGrid(_TupleOfChildren, widgets.GridBox):
             for labels in self._labels.values():
                 for i, label in enumerate(labels):
                     label.layout.display = None if i < length else "none"
-            self.layout.grid_template_columns = f"28px repeat({length}, 34px)"
-            self.layout.grid_gap = "2px"
+            self.cells.layout.grid_template_columns = f"28px repeat({length}, 34px)"
             self.length = length
             self.buttons = {cell: b for cell, b in self._all.items() if max(cell) < length}
             self.value = kept
