@@ -506,8 +506,8 @@ _PARTLY_PADDED_CLASS = "attn-cell-partly-padded"
 _CELL_CLASSES = (_MASKED_CLASS, _PARTLY_PADDED_CLASS)
 #: The grid's key, under it.
 _GRID_LEGEND = (
-    "<small>✕ blocked by you · ◥ causal mask · ▒ padding in every example "
-    "(both hatched: a click there changes nothing) · light: padding in one example</small>"
+    '<div style="line-height: 1.4">✕ blocked by you<br>◥ causal mask, ▒ padding in every '
+    "example: hatched, a click there changes nothing<br>tinted: padding in one example</div>"
 )
 
 
@@ -551,7 +551,7 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
     value = traitlets.Tuple()
 
     def __init__(self, length, value=(), *, causal=False, lengths=(), on_blocked_click=None):
-        self._shown = widgets.Layout(width="34px", height="28px")
+        self._shown = widgets.Layout(width="34px", height="32px")  # tall: room beside the figure
         self._hidden = widgets.Layout(display="none")
         self._all = {}
         key_labels = [widgets.Label(f"k{k}") for k in range(MAX_LENGTH)]
