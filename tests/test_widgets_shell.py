@@ -438,8 +438,9 @@ def test_a_control_beside_a_narrower_figure():
     assert list(row.children) == [explorer.controls["angle"], explorer.board_toggle]
     beside, figure = figure_row.children
     assert list(beside.children) == [explorer.controls["scale"]] and figure is explorer.figure
-    # a narrow page wraps the figure under the control; the row never scrolls on its own
-    assert (figure_row.layout.flex_flow, figure_row.layout.overflow) == ("row wrap", "visible")
+    # a narrow page shrinks the figure beside the control; the row never scrolls on its own
+    assert (beside.layout.flex, explorer.figure.layout.min_width) == ("0 0 auto", "0")
+    assert figure_row.layout.overflow == "visible"
     assert explorer.figure.layout.width == "1100px"
     assert Image.open(io.BytesIO(explorer.png)).size[0] == 1100
     explorer.set(scale=2.0)  # still a control of update

@@ -323,9 +323,9 @@ class Explorer:
     beside_figure : sequence of str, optional
         Keywords of controls shown in a column left of the figure rather than
         in the controls row: a control that acts on the figure (the mask
-        editor's grid of cells) sits next to it. The column and the figure
-        wrap onto two lines when the page is too narrow for both (a zoomed
-        browser), so nothing needs scrolling inside the explorer.
+        editor's grid of cells) sits next to it. When the page is too narrow
+        for both (a zoomed browser), the figure shrinks beside the column, so
+        nothing needs scrolling inside the explorer.
     style : {"default", "board"}, optional
         The style to start in. Default: :func:`attention_lib.plots.default_style`,
         the environment variable ``ATTENTION_STYLE`` that ``make board`` sets,
@@ -464,14 +464,17 @@ class Explorer:
         )
         figure_row = self.figure
         if beside_figure:
-            beside = widgets.VBox([self.controls[key] for key in beside_figure])
-            # No scroll box of its own: at a browser zoom where the figure shrinks to the
-            # row's width, the figure's 2 px widget margins would overflow it by 4 px.
+            # The controls keep their width; the figure takes the rest of the row and
+            # shrinks (never grows) when the page is narrower (a zoomed browser), so
+            # what the controls change stays beside them and nothing scrolls inside.
+            beside = widgets.VBox(
+                [self.controls[key] for key in beside_figure],
+                layout=widgets.Layout(flex="0 0 auto"),
+            )
+            self.figure.layout.min_width = "0"
             figure_row = widgets.HBox(
                 [beside, self.figure],
-                layout=widgets.Layout(
-                    flex_flow="row wrap", align_items="flex-start", overflow="visible"
-                ),
+                layout=widgets.Layout(align_items="flex-start", overflow="visible"),
             )
         self.widget = widgets.VBox(
             [
