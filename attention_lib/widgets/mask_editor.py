@@ -699,7 +699,9 @@ class RealTokenSliders(_TupleOfChildren, widgets.HBox):
                 description=f"real tokens in example {b}",
                 continuous_update=False,
                 style={"description_width": "initial"},
-                layout=widgets.Layout(width="340px"),
+                layout=widgets.Layout(
+                    width="400px"
+                ),  # the track stays usable with board-sized labels
             )
             for b, shown in enumerate(_clipped_lengths(requested, length))
         ]
