@@ -41,11 +41,14 @@ FRAME_CHANGES = {
         {"causal": False},
     ],
     "self_cross": [
-        {"T_k": 9},
-        {"d_k": 1, "d_v": 8},
-        {"mode": "self"},
+        {"T_k": 9},  # a new shape: a full draw
+        {"d_k": 1, "d_v": 8},  # blocks and operators move
+        {"mode": "self"},  # square, decoder tokens on both axes
         {"causal": True, "T_q": 10},
-        {"mode": "cross", "T_q": 1},
+        {"d_k": 8, "causal": False},
+        {"mode": "cross", "T_q": 1},  # T_k back to 9
+        {"T_q": 4, "T_k": 6, "d_v": 3},  # the first shape again: its frozen layout
+        {"d_k": 2},
     ],
     "teach_walkthrough": [
         {"step": 2},
