@@ -92,6 +92,28 @@ SCRIPTED_CHANGES = {
         {"lengths": (5, 3)},
         {"blocked": ()},
     ),
+    # A student's session, ending where the explorer starts: the widths (blits), the
+    # self/cross switch and causal box, new lengths now and then (a full draw each, or
+    # a blit on return to one of the last FROZEN_LAYOUTS shapes).
+    "self_cross": (
+        {"d_k": 8},
+        {"d_v": 1},
+        {"d_k": 2},
+        {"d_v": 6},
+        {"T_k": 9},
+        {"d_k": 5},
+        {"mode": "self"},
+        {"causal": True},
+        {"d_v": 2},
+        {"T_q": 7},
+        {"causal": False},
+        {"mode": "cross"},
+        {"d_k": 1},
+        {"T_q": 4},
+        {"d_v": 3},
+        {"T_k": 6},
+        {"d_k": 4},
+    ),
     # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
     "backward_step": (
         {"h": 1e-1},

@@ -339,7 +339,7 @@ def _heat_caption(mode):
 
 
 _STRIP_TITLE = "shapes: one square per number"
-_KEY_LABEL_ANGLE = 30.0  # degrees: the longest tokens do not fit a column
+_KEY_LABEL_ANGLE = 40.0  # degrees: the longest tokens do not fit a column
 
 
 def figure_layout(T_q, T_k, mode, style="default"):
@@ -361,7 +361,7 @@ def figure_layout(T_q, T_k, mode, style="default"):
     >>> small.width == large.width == FIGURE_WIDTHS["default"], small.height < large.height
     (True, True)
     >>> round(large.height / large.width * plots.DISPLAY_WIDTH_PX)  # displayed px
-    509
+    515
     """
     T_q, T_k = _whole(T_q, "T_q", MAX_LENGTH), _whole(T_k, "T_k", MAX_LENGTH)
     if mode not in MODES:
