@@ -46,6 +46,7 @@ __all__ = [
     "refresh",
     "self_cross_explorer",
     "static_key",
+    "strip_positions",
     "table",
     "token_vectors",
     "update",
@@ -288,7 +289,7 @@ _OPERATORS = (("•", "→"), ("•", "="))  # between the blocks of each line
 BLOCK_GID = "sc-block"  # one rectangle per block of the shapes strip
 GRID_GID = "sc-grid"
 SIZE_GID = "sc-size"
-OPERATOR_GID = "sc-operator"  # static, tagged for the tests
+OPERATOR_GID = "sc-operator"  # they move with the blocks when d_k or d_v changes
 
 
 def _points(size):
