@@ -72,7 +72,7 @@ def example_run():
     >>> run.snapshot_steps[[0, 1, -1]].tolist(), run.snapshot_weights.shape
     ([0, 10, 300], (31, 6, 4))
     """
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(0)
     probe = lookup_batch(PROBE_SIZE, N_PAIRS, N_KEYS, N_VALUES, rng)
     run = train(
         init_params(N_KEYS + N_VALUES, D_K, N_VALUES, rng),
@@ -297,7 +297,7 @@ def refresh(fig, state):
     >>> draw(fig, update(0))
     >>> moved = refresh(fig, update(30))
     >>> fig.axes[1].get_title().splitlines()
-    ['loss at step 300', '0.054 on the probe']
+    ['loss at step 300', '0.053 on the probe']
     """
     heat_ax, loss_ax = fig.axes[:2]
     moved = plots.update_attention_heatmap(heat_ax, state.weights)
@@ -357,7 +357,7 @@ def readout(values, state):
     --------
     >>> from attention_lib.widgets.training_steps import readout, update
     >>> print(readout({"step_index": 0}, update(0)))  # doctest: +NORMALIZE_WHITESPACE
-    step <b>0</b> of 300 · loss on the probe <b>1.465</b> · mean weight on the answer's pair
+    step <b>0</b> of 300 · loss on the probe <b>1.378</b> · mean weight on the answer's pair
     <b>0.25</b> (uniform: 0.25)
     """
     uniform = 1.0 / state.weights.shape[1]
