@@ -150,7 +150,7 @@ def test_figure_fits_one_screen_in_both_styles():
 def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="step_index must be between 0 and 30"):
         ts.update(31)
-    with pytest.raises(ValueError, match="step_index must be between 0 and 30"):
+    with pytest.raises(ValueError, match="step_index must be at least 0"):
         ts.update(-1)
     with pytest.raises(TypeError, match="step_index must be a whole number"):
         ts.update(2.0)

@@ -24,6 +24,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from .. import plots
+from .._validation import require_whole_number
 from ..tiny_layer import TrainingRun, init_params, lookup_batch, train
 from ._layout import margins
 from ._shell import ExplorerSpec, html_table
@@ -82,7 +83,8 @@ def example_run():
         learning_rate=LEARNING_RATE,
         snapshot_every=SNAPSHOT_EVERY,
     )
-    for array in (*run.params.values(), *run[1:5], *run.probe):
+    saved = (run.losses, run.snapshot_steps, run.snapshot_weights, run.snapshot_losses)
+    for array in (*run.params.values(), *saved, *run.probe):
         array.setflags(write=False)
     return run
 
@@ -138,14 +140,12 @@ def update(step_index=0, *, run=None):
             f"run must be the TrainingRun that tiny_layer.train returns; got {type(run).__name__}."
         )
     n_snapshots = len(run.snapshot_steps)
-    if isinstance(step_index, (bool, np.bool_)) or not isinstance(step_index, (int, np.integer)):
-        raise TypeError(f"step_index must be a whole number (int); got {step_index!r}.")
-    if not 0 <= step_index < n_snapshots:
+    step_index = require_whole_number(step_index, "step_index", minimum=0)
+    if step_index >= n_snapshots:
         raise ValueError(
             f"step_index must be between 0 and {n_snapshots - 1} (the run saved "
             f"{n_snapshots} snapshots); got {step_index}."
         )
-    step_index = int(step_index)
     weights = run.snapshot_weights[step_index]
     answers = run.probe.answer_positions
     on_answer = weights[np.arange(len(answers)), answers]
