@@ -60,6 +60,13 @@ FRAME_CHANGES = {
     ],
     "online_softmax": [{"block": 3}, {"block": 4}, {"block": 1}, {"block": 2}],
     "mask_order": [{"future_first": -4.0}, {"future_first": 6.0}, {"future_first": 0.5}],
+    # Half learned, sharp, uniform again (the stem beside the y axis), a little learned.
+    "training_steps": [
+        {"step_index": 10},
+        {"step_index": 30},
+        {"step_index": 0},
+        {"step_index": 4},
+    ],
 }
 
 SPECS = available_explorers()
