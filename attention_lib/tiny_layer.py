@@ -183,12 +183,18 @@ def layer_loss_and_gradients(params, batch):
 
 
 class TrainingRun(NamedTuple):
-    """What :func:`train` returns: final parameters, the loss curve and saved snapshots."""
+    """What :func:`train` returns: final parameters, the loss curve and saved snapshots.
+
+    A snapshot at step ``s`` is taken after ``s`` updates, on the fixed ``probe``
+    batch, so snapshot 0 shows the starting parameters and the last one the final.
+    """
 
     params: dict
-    losses: np.ndarray  # (steps,)
+    losses: np.ndarray  # (steps,) loss of the training batch at each step, before its update
     snapshot_steps: np.ndarray  # (n_snapshots,)
-    snapshot_weights: np.ndarray  # (n_snapshots, B_probe, n_pairs) on a fixed probe batch
+    snapshot_weights: np.ndarray  # (n_snapshots, B_probe, n_pairs) on the probe batch
+    snapshot_losses: np.ndarray  # (n_snapshots,) loss on the probe batch
+    probe: LookupBatch  # the batch the snapshots watch
 
 
 def train(params, make_batch, probe, steps, learning_rate=0.05, snapshot_every=50):
@@ -215,8 +221,8 @@ def train(params, make_batch, probe, steps, learning_rate=0.05, snapshot_every=5
     >>> rng = np.random.default_rng(0)
     >>> probe = lookup_batch(4, 3, 5, 4, rng)
     >>> run = train(init_params(9, 8, 4, rng), lambda: lookup_batch(32, 3, 5, 4, rng), probe, 100)
-    >>> run.losses.shape, run.snapshot_steps.tolist()
-    ((100,), [0, 50, 100])
+    >>> run.losses.shape, run.snapshot_steps.tolist(), run.snapshot_weights.shape
+    ((100,), [0, 50, 100], (3, 4, 3))
     >>> bool(run.losses[-10:].mean() < run.losses[:10].mean())
     True
     """
@@ -226,11 +232,13 @@ def train(params, make_batch, probe, steps, learning_rate=0.05, snapshot_every=5
     first = {name: np.zeros_like(p) for name, p in params.items()}
     second = {name: np.zeros_like(p) for name, p in params.items()}
     beta1, beta2, tiny = 0.9, 0.999, 1e-8
-    losses, snapshot_steps, snapshots = [], [], []
+    losses, snapshot_steps, snapshot_losses, snapshots = [], [], [], []
     for step in range(steps + 1):
         if step % snapshot_every == 0 or step == steps:
+            probe_loss, _, probe_weights = layer_loss_and_gradients(params, probe)
             snapshot_steps.append(step)
-            snapshots.append(layer_loss_and_gradients(params, probe)[2])
+            snapshot_losses.append(probe_loss)
+            snapshots.append(probe_weights)
         if step == steps:
             break
         loss, grads, _ = layer_loss_and_gradients(params, make_batch())
@@ -241,4 +249,11 @@ def train(params, make_batch, probe, steps, learning_rate=0.05, snapshot_every=5
             unbiased_first = first[name] / (1 - beta1 ** (step + 1))
             unbiased_second = second[name] / (1 - beta2 ** (step + 1))
             params[name] -= learning_rate * unbiased_first / (np.sqrt(unbiased_second) + tiny)
-    return TrainingRun(params, np.array(losses), np.array(snapshot_steps), np.array(snapshots))
+    return TrainingRun(
+        params,
+        np.array(losses),
+        np.array(snapshot_steps),
+        np.array(snapshots),
+        np.array(snapshot_losses),
+        probe,
+    )

@@ -1,16 +1,24 @@
-"""Cost of one control change in every explorer, against the naive way to redraw.
+"""Cost of one control change in every explorer: in the kernel, on its way to the page, and naive.
 
 For each explorer that ``attention_lib.widgets.available_explorers()`` finds:
 
 * ours: set a control as a user would (observers fire: ``update`` + in-place
   redraw of the reused Agg figure + PNG encoding), then read the PNG bytes
   that the browser receives;
+* page proxy: ours plus decoding those bytes back to pixels (what the browser
+  must do before it can paint; Pillow's zlib decode stands in for the
+  browser's), with the bytes sent reported beside it. The real in-page
+  figure, key press to new image, is measured by the browser tests
+  (``tests/browser``, ``artifacts/browser/latency.json``); this proxy is what
+  can run anywhere, without a browser;
 * naive: the same ``update`` and ``draw`` into a NEW pyplot figure per change,
-  ``savefig`` to PNG at matplotlib's default dpi, close the figure.
+  ``savefig`` to PNG at the same pixel size, close the figure.
 
-The two are interleaved change by change, so both see the same machine load
-(these machines are shared and noisy). Prints the median milliseconds per
-change and the ratio; the target is at most 0.4x naive.
+The changes are grouped by the control they move, so a slow control (one that
+relays the figure out) cannot hide in a fast median. Ours and naive are
+interleaved change by change, so both see the same machine load (these
+machines are shared and noisy). Targets: ours at most 0.4x naive; page proxy
+median at most 100 ms per explorer and at most 300 ms for every control.
 
 Usage::
 
@@ -22,11 +30,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import collections
 import io
 import platform
 import statistics
 import sys
 import time
+import typing
 
 import matplotlib
 
@@ -34,11 +44,15 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from PIL import Image
 
 from attention_lib import plots
-from attention_lib.widgets import available_explorers, sqrt_dk, teach_walkthrough
+from attention_lib.widgets import available_explorers, live_dpi, sqrt_dk, teach_walkthrough
 
 TARGET = 0.4
+#: Page proxy targets (issue 12): median per explorer, and median of its slowest control.
+PAGE_TARGET_MS = 100.0
+CONTROL_TARGET_MS = 300.0
 
 #: Scripted control changes per explorer, stepped through in order (an explorer not
 #: listed sweeps its main control, see default_changes). Benchmark data, so it lives
@@ -93,6 +107,28 @@ SCRIPTED_CHANGES = {
         {"lengths": (None, 3)},
         {"blocked": ()},
     ),
+    # A student's session, ending where the explorer starts: the widths (blits), the
+    # self/cross switch and causal box, new lengths now and then (a full draw each, or
+    # a blit on return to one of the last FROZEN_LAYOUTS shapes).
+    "self_cross": (
+        {"d_k": 8},
+        {"d_v": 1},
+        {"d_k": 2},
+        {"d_v": 6},
+        {"T_k": 9},
+        {"d_k": 5},
+        {"mode": "self"},
+        {"causal": True},
+        {"d_v": 2},
+        {"T_q": 7},
+        {"causal": False},
+        {"mode": "cross"},
+        {"d_k": 1},
+        {"T_q": 4},
+        {"d_v": 3},
+        {"T_k": 6},
+        {"d_k": 4},
+    ),
     # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
     "backward_step": (
         {"h": 1e-1},
@@ -126,10 +162,11 @@ def default_changes(explorer, count=12):
 
 
 def naive_change(spec, values, style):
-    """What an explorer without the shell does: a new figure per change, default dpi."""
+    """What an explorer without the shell does: a new figure per change, same pixels."""
     state = spec.update(**values)
+    figsize = spec.figsize_for(style)
     with plots.series_style(style):
-        fig = plt.figure(figsize=spec.figsize)
+        fig = plt.figure(figsize=figsize, dpi=live_dpi(figsize))
         spec.draw(fig, state)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
@@ -137,32 +174,54 @@ def naive_change(spec, values, style):
     return buffer.getvalue()
 
 
-def bench(spec, repeats):
-    explorer = spec.factory()
+def decode_seconds(png):
+    """Time to turn PNG bytes back into pixels: the browser's share before it paints."""
+    start = time.perf_counter()
+    Image.open(io.BytesIO(png)).load()
+    return time.perf_counter() - start
+
+
+class Result(typing.NamedTuple):
+    ours_ms: float
+    naive_ms: float
+    page_ms: float  # ours + decode
+    kib: float  # PNG bytes sent per change
+    slowest_control: str
+    slowest_page_ms: float
+
+
+def bench(spec, repeats, style=None):
+    explorer = spec.factory(style=style)
     changes = list(SCRIPTED_CHANGES.get(spec.name, ())) or default_changes(explorer)
-    # Skip a change equal to the current values (it would not fire an observer).
-    ours, naive, sizes = [], [], []
+    ours, naive, page, sizes = [], [], [], []
+    page_by_control = collections.defaultdict(list)
     naive_change(spec, explorer.values, explorer.style)  # warm caches (fonts) for both
     for i in range(repeats):
         change = changes[i % len(changes)]
+        # Skip a change equal to the current values (it would not fire an observer).
         if all(explorer.values.get(k) == v for k, v in change.items()):
             change = changes[(i + 1) % len(changes)]
         start = time.perf_counter()
         explorer.set(**change)
         png = explorer.png
         ours.append(time.perf_counter() - start)
+        page.append(ours[-1] + decode_seconds(png))
+        page_by_control["+".join(sorted(change))].append(page[-1])
         sizes.append(len(png))
 
         start = time.perf_counter()
-        naive_png = naive_change(spec, explorer.values, explorer.style)
+        naive_change(spec, explorer.values, explorer.style)
         naive.append(time.perf_counter() - start)
-        sizes.append(-len(naive_png))
     explorer.close()
-    ours_ms = statistics.median(ours) * 1e3
-    naive_ms = statistics.median(naive) * 1e3
-    our_kb = statistics.median(s for s in sizes if s > 0) / 1024
-    naive_kb = statistics.median(-s for s in sizes if s < 0) / 1024
-    return ours_ms, naive_ms, our_kb, naive_kb
+    control, times = max(page_by_control.items(), key=lambda item: statistics.median(item[1]))
+    return Result(
+        ours_ms=statistics.median(ours) * 1e3,
+        naive_ms=statistics.median(naive) * 1e3,
+        page_ms=statistics.median(page) * 1e3,
+        kib=statistics.median(sizes) / 1024,
+        slowest_control=control,
+        slowest_page_ms=statistics.median(times) * 1e3,
+    )
 
 
 def blas_line():
@@ -186,10 +245,14 @@ def main(argv=None):
     parser.add_argument(
         "--check",
         action="store_true",
-        help=f"exit 1 if any explorer is slower than {TARGET}x naive",
+        help="exit 1 if any explorer misses a target",
+    )
+    parser.add_argument(
+        "--style", choices=sorted(plots.STYLES), default="default", help="explorers' style"
     )
     args = parser.parse_args(argv)
     repeats = 3 if args.smoke else args.repeats
+    style = args.style
 
     specs = available_explorers()
     if args.only:
@@ -202,29 +265,41 @@ def main(argv=None):
         f"matplotlib {matplotlib.__version__}; {blas_line()}"
     )
     print(
-        f"{repeats} changes per explorer, median per change "
-        "(update + redraw + PNG bytes); naive = new pyplot figure + savefig at default dpi"
+        f"{repeats} changes per explorer in the {style} style, median per change. ours = "
+        "update + redraw + PNG; page = ours + PNG decode; naive = new pyplot figure + savefig, "
+        "same pixels"
     )
     print(
-        f"{'explorer':<16}{'ours ms':>9}{'naive ms':>10}{'ratio':>7}"
-        f"{'ours kB':>9}{'naive kB':>10}  target <= {TARGET}x"
+        f"{'explorer':<18}{'ours ms':>8}{'naive ms':>9}{'ratio':>7}{'page ms':>9}{'KiB':>6}"
+        f"  {'slowest control (page ms)':<28}targets: <= {TARGET}x naive, page <= "
+        f"{PAGE_TARGET_MS:.0f} ms, every control <= {CONTROL_TARGET_MS:.0f} ms"
     )
-    slow = []
+    missed = []
     for name, spec in specs.items():
-        ours_ms, naive_ms, our_kb, naive_kb = bench(spec, repeats)
-        ratio = ours_ms / naive_ms
-        verdict = "met" if ratio <= TARGET else "NOT met"
-        if ratio > TARGET:
-            slow.append(name)
+        result = bench(spec, repeats, style)
+        ratio = result.ours_ms / result.naive_ms
+        misses = [
+            what
+            for what, bad in (
+                ("ratio", ratio > TARGET),
+                ("page", result.page_ms > PAGE_TARGET_MS),
+                ("control", result.slowest_page_ms > CONTROL_TARGET_MS),
+            )
+            if bad
+        ]
+        if misses:
+            missed.append(name)
+        slowest = f"{result.slowest_control} ({result.slowest_page_ms:.0f})"
         print(
-            f"{name:<16}{ours_ms:>9.1f}{naive_ms:>10.1f}{ratio:>6.2f}x"
-            f"{our_kb:>9.1f}{naive_kb:>10.1f}  {verdict}"
+            f"{name:<18}{result.ours_ms:>8.1f}{result.naive_ms:>9.1f}{ratio:>6.2f}x"
+            f"{result.page_ms:>9.1f}{result.kib:>6.0f}  {slowest:<28}"
+            + ("met" if not misses else "NOT met: " + ", ".join(misses))
         )
     if not specs:
         print("no explorers found")
     if args.smoke:
         print("(smoke run: too few changes for the numbers to mean much)")
-    return 1 if (args.check and slow) else 0
+    return 1 if (args.check and missed) else 0
 
 
 if __name__ == "__main__":

@@ -70,3 +70,18 @@ def test_bad_sizes_are_named():
         lookup_batch(2, 6, 5, 4, np.random.default_rng(0))
     with pytest.raises(TypeError, match="steps"):
         train(init_params(9, 4, 4, np.random.default_rng(0)), None, None, 2.5)
+
+
+def test_snapshots_keep_the_probe_and_its_loss_at_each_saved_step():
+    rng = np.random.default_rng(3)
+    probe = lookup_batch(4, 3, 5, 4, rng)
+    start = init_params(9, 4, 4, rng)
+    run = train(start, lambda: lookup_batch(16, 3, 5, 4, rng), probe, 7, snapshot_every=3)
+    assert run.probe is probe
+    assert run.snapshot_steps.tolist() == [0, 3, 6, 7]
+    first_loss, _, first_weights = layer_loss_and_gradients(start, probe)
+    assert run.snapshot_losses[0] == first_loss
+    np.testing.assert_array_equal(run.snapshot_weights[0], first_weights)
+    last_loss, _, last_weights = layer_loss_and_gradients(run.params, probe)
+    assert run.snapshot_losses[-1] == last_loss
+    np.testing.assert_array_equal(run.snapshot_weights[-1], last_weights)

@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+from layout_asserts import assert_texts_inside_and_apart, drawn_figure, smallest_font_px
 from matplotlib.colors import to_rgba
 
 from attention_lib import plots
 from attention_lib.widgets.online_softmax import (
+    EXPLORER,
     draw,
     example_row,
     online_softmax_explorer,
@@ -49,3 +51,13 @@ def test_bad_block_is_refused_by_name():
         update(0)
     scores, values = example_row()
     assert update(1, scores=scores[:6], values=values[:6]).trace.block_starts.tolist() == [0, 4]
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+@pytest.mark.parametrize("block", [1, 2, 3, 4])
+def test_layout_text_inside_apart_and_large_enough(style, block):
+    fig = drawn_figure(EXPLORER, update(block), style)
+    assert_texts_inside_and_apart(fig)
+    assert smallest_font_px(fig) >= 14
+    width, height = EXPLORER.figsize_for(style)
+    assert plots.DISPLAY_WIDTH_PX * height / width <= 700  # one screen with its controls

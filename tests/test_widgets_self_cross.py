@@ -1,11 +1,21 @@
 """The self/cross explorer of notebook 05: pure update() first, then the headless shell."""
 
+import itertools
+
 import numpy as np
 import pytest
 from explorer_asserts import assert_same_state
+from matplotlib.colors import to_rgba
 
-from attention_lib import attention_forward, causal_mask
+from attention_lib import attention_forward, causal_mask, plots
+from attention_lib.widgets import live_dpi
 from attention_lib.widgets import self_cross as sc
+
+#: Displayed height the figure may take (CSS px at 1920 x 1080): the notebook panel
+#: shows about 959 px, and the controls, readout and "Numbers" accordion need the rest.
+FIGURE_BUDGET_PX = 700
+#: Smallest text on screen, CSS px (issue 12).
+SMALLEST_TEXT_PX = 14
 
 
 def test_cross_mode_shapes():
@@ -150,3 +160,162 @@ def test_table_lists_every_shape(explorer):
     html = explorer.table.value
     for name, shape in explorer.state.shapes.items():
         assert f"{name}</th><td>{'×'.join(map(str, shape))}</td>" in html
+
+
+# --- state that matches the lesson: T_k per mode (issue 12) ------------------------------
+
+
+def test_T_k_is_remembered_per_mode(explorer):
+    explorer.set(T_k=8)
+    for _ in range(2):  # self -> cross -> self -> cross
+        state = explorer.set(mode="self")
+        assert explorer.controls["T_k"].value == 4 and explorer.controls["T_k"].disabled
+        assert state.weights.shape == (4, 4)
+        state = explorer.set(mode="cross")
+        assert explorer.controls["T_k"].value == 8 and not explorer.controls["T_k"].disabled
+        assert state.weights.shape == (4, 8)
+    # a new T_q in self mode moves T_k with it there, and leaves the cross length alone
+    explorer.set(mode="self", T_q=7)
+    assert explorer.controls["T_k"].value == 7
+    assert explorer.set(mode="cross").weights.shape == (7, 8)
+    assert_same_state(explorer.state, sc.update(**explorer.values))
+
+
+def test_T_k_set_while_in_self_mode_snaps_back_to_T_q(explorer):
+    explorer.set(mode="self")
+    state = explorer.set(T_k=9)  # the disabled slider, set from code
+    assert explorer.controls["T_k"].value == 4 and state.weights.shape == (4, 4)
+    assert explorer.set(mode="cross").weights.shape == (4, 6)
+
+
+@pytest.mark.parametrize("T_q", range(1, sc.MAX_LENGTH + 1))
+def test_cross_attention_is_rectangular_by_default(T_q):
+    """Started in either mode with default lengths, cross mode shows T_q != T_k."""
+    for start in sc.MODES:
+        explorer = sc.self_cross_explorer(T_q=T_q, T_k=T_q, mode=start)
+        T_k = explorer.set(mode="cross").weights.shape[1]
+        assert (T_k != T_q) == (start == "self"), start  # cross start: T_k as asked
+        explorer.close()
+    explorer = sc.self_cross_explorer(T_q=T_q, mode="self")
+    state = explorer.set(mode="cross")
+    assert state.weights.shape[0] != state.weights.shape[1]
+    explorer.close()
+
+
+def test_the_default_explorer_is_rectangular(explorer):
+    assert explorer.state.mode == "cross"
+    T_q, T_k = explorer.state.weights.shape
+    assert T_q != T_k
+
+
+# --- the figure: one screen, sized to the data, legible -------------------------------------
+
+
+def _every_shape():
+    for T_q in range(1, sc.MAX_LENGTH + 1):
+        yield T_q, T_q, "self"
+        for T_k in range(1, sc.MAX_LENGTH + 1):
+            yield T_q, T_k, "cross"
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_every_shape_fits_the_screen_and_the_width(style):
+    heights = {}
+    for T_q, T_k, mode in _every_shape():
+        layout = sc.figure_layout(T_q, T_k, mode, style)
+        displayed = plots.DISPLAY_WIDTH_PX / layout.width  # CSS px per inch
+        assert layout.height * displayed <= FIGURE_BUDGET_PX, (T_q, T_k, mode)
+        strip_left, _, strip_width, _ = layout.strip
+        assert strip_left + strip_width <= layout.width, (T_q, T_k, mode)
+        heat_left, _, heat_width, _ = layout.heat
+        assert heat_left + heat_width < strip_left, (T_q, T_k, mode)
+        heights[T_q, T_k, mode] = layout.height
+    # sized to the data: more query rows never shrink the figure, and a small
+    # matrix gets a clearly smaller figure than the largest
+    for T_k in range(1, sc.MAX_LENGTH + 1):
+        column = [heights[T_q, T_k, "cross"] for T_q in range(1, sc.MAX_LENGTH + 1)]
+        assert column == sorted(column)
+    assert heights[1, 1, "cross"] < 0.8 * heights[sc.MAX_LENGTH, sc.MAX_LENGTH, "cross"]
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+@pytest.mark.parametrize(
+    "controls",
+    [
+        {"T_q": 4, "T_k": 6, "mode": "cross"},
+        {"T_q": 1, "T_k": 1, "d_k": 1, "d_v": 1, "mode": "cross"},
+        {"T_q": 10, "T_k": 10, "d_k": 8, "d_v": 8, "mode": "cross"},
+        {"T_q": 10, "T_k": 1, "d_k": 8, "d_v": 1, "mode": "cross"},
+        {"T_q": 1, "T_k": 10, "d_k": 1, "d_v": 8, "mode": "cross"},
+        {"T_q": 6, "T_k": 6, "d_k": 8, "d_v": 8, "mode": "self", "causal": True},
+    ],
+)
+def test_drawn_figure_has_large_text_and_no_overlaps(style, controls):
+    """Every text at least 14 CSS px, inside the figure, overlapping no other text or block."""
+    state = sc.update(**controls)
+    figsize = sc.EXPLORER.figsize_for(style)
+    fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize))
+    heat, strip = sc.draw(fig, state)
+    layout = sc.figure_layout(*state.weights.shape, state.mode, style)
+    assert tuple(fig.get_size_inches()) == (layout.width, layout.height)
+    renderer = fig.canvas.get_renderer()
+    texts = [
+        text
+        for text in [
+            *fig.texts,
+            *heat.texts,
+            *strip.texts,
+            *heat.get_xticklabels(),
+            *heat.get_yticklabels(),
+        ]
+        if text.get_visible() and text.get_text()
+    ]
+    px_per_point = plots.DISPLAY_WIDTH_PX / layout.width / 72
+    for text in texts:
+        assert text.get_fontsize() * px_per_point >= SMALLEST_TEXT_PX, text.get_text()
+    boxes = [text.get_window_extent(renderer) for text in texts]
+    for text, box in zip(texts, boxes, strict=True):
+        assert box.x0 >= 0 and box.y0 >= 0, text.get_text()
+        assert box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text.get_text()
+    blocks = [
+        patch.get_window_extent(renderer) for patch in plots.artist(strip, sc.BLOCK_GID, count=6)
+    ]
+    keys = heat.get_xticklabels()
+    for (a, box_a), (b, box_b) in itertools.combinations(zip(texts, boxes, strict=True), 2):
+        if a in keys and b in keys:
+            continue  # slanted: their upright boxes overlap where the letters do not (below)
+        assert not box_a.overlaps(box_b), (a.get_text(), b.get_text())
+    # neighbouring slanted key labels: parallel bands, as far apart as a line of text is tall
+    angle = np.radians(keys[0].get_rotation())
+    column = heat.get_window_extent(renderer).width / state.weights.shape[1]
+    assert column * np.sin(angle) >= 1.2 * keys[0].get_fontsize() * fig.dpi / 72
+    for text, box in zip(texts, boxes, strict=True):
+        if text.axes is not heat:  # numbers sit inside their heatmap cells, not near blocks
+            assert not any(box.overlaps(block) for block in blocks), text.get_text()
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_operators_are_large_bold_and_dark(style):
+    figsize = sc.EXPLORER.figsize_for(style)
+    fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize))
+    _, strip = sc.draw(fig, sc.update())
+    operators = plots.artist(strip, sc.OPERATOR_GID, count=4)
+    assert [text.get_text() for text in operators] == ["•", "→", "•", "="]
+    px_per_point = plots.DISPLAY_WIDTH_PX / figsize[0] / 72
+    for text in operators:
+        assert text.get_fontsize() * px_per_point >= 40
+        assert text.get_fontweight() == "bold"
+        red, green, blue, _ = to_rgba(text.get_color())
+        assert 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.1  # near black on white
+
+
+def test_a_size_change_redraws_once_and_a_return_blits(explorer):
+    """New lengths are a new layout (static key); going back finds the frozen one."""
+    first_figure = explorer._fig
+    explorer.set(d_k=2)
+    assert explorer._fig is first_figure  # widths only move artists
+    explorer.set(T_k=9)
+    assert explorer._fig is not first_figure
+    assert explorer._fig.get_size_inches()[1] == sc.figure_layout(4, 9, "cross").height
+    explorer.set(T_k=6)
+    assert explorer._fig is first_figure

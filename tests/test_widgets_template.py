@@ -42,11 +42,14 @@ FRAME_CHANGES = {
         {"causal": False},
     ],
     "self_cross": [
-        {"T_k": 9},
-        {"d_k": 1, "d_v": 8},
-        {"mode": "self"},
+        {"T_k": 9},  # a new shape: a full draw
+        {"d_k": 1, "d_v": 8},  # blocks and operators move
+        {"mode": "self"},  # square, decoder tokens on both axes
         {"causal": True, "T_q": 10},
-        {"mode": "cross", "T_q": 1},
+        {"d_k": 8, "causal": False},
+        {"mode": "cross", "T_q": 1},  # T_k back to 9
+        {"T_q": 4, "T_k": 6, "d_v": 3},  # the first shape again: its frozen layout
+        {"d_k": 2},
     ],
     "teach_walkthrough": [
         {"step": 2},
@@ -58,6 +61,13 @@ FRAME_CHANGES = {
     ],
     "online_softmax": [{"block": 3}, {"block": 4}, {"block": 1}, {"block": 2}],
     "mask_order": [{"future_first": -4.0}, {"future_first": 6.0}, {"future_first": 0.5}],
+    # Half learned, sharp, uniform again (the stem beside the y axis), a little learned.
+    "training_steps": [
+        {"step_index": 10},
+        {"step_index": 30},
+        {"step_index": 0},
+        {"step_index": 4},
+    ],
 }
 
 SPECS = available_explorers()

@@ -216,12 +216,12 @@ def render_png(fig, *, compress_level=1):
 
 def _encode(canvas, compress_level=1):
     """PNG bytes of what the Agg canvas currently holds (no drawing)."""
-    # The figures are opaque: dropping alpha makes a quarter less to compress and send.
-    rgb = np.asarray(canvas.buffer_rgba())[..., :3]
+    # The figures are opaque: dropping alpha (in Pillow's C code, no NumPy copy) leaves a
+    # quarter less to compress and send.
+    size = canvas.get_width_height()
+    rgba = PILImage.frombuffer("RGBA", size, canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
     buffer = io.BytesIO()
-    PILImage.fromarray(np.ascontiguousarray(rgb)).save(
-        buffer, format="png", compress_level=compress_level
-    )
+    rgba.convert("RGB").save(buffer, format="png", compress_level=compress_level)
     return buffer.getvalue()
 
 

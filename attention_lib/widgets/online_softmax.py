@@ -138,7 +138,8 @@ def _titles(state):
         f"scores, block {state.block} of {len(state.trace.block_starts)}\n"
         f"running max m = {state.trace.running_max[i]:.2f}, "
         f"rescale × {state.trace.rescale[i]:.2f}",
-        f"partial output after each block\nnow {state.trace.partial_output[i, 0]:.3f}, "
+        # Short lines: the board's large title must fit above the narrower panel.
+        f"partial output\nnow {state.trace.partial_output[i, 0]:.3f}, "
         f"whole row {state.dense_output:.3f}",
     )
 

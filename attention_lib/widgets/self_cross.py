@@ -19,12 +19,15 @@ on it.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.collections import LineCollection
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
+from matplotlib.textpath import TextPath
 
 from .. import plots
 from ..attention import attention_forward, attention_scores
@@ -34,12 +37,16 @@ from ._shell import ExplorerSpec, html_table
 __all__ = [
     "EXPLORER",
     "Projections",
+    "SelfCrossLayout",
     "SelfCrossState",
     "draw",
+    "figure_layout",
     "projections",
     "readout",
     "refresh",
     "self_cross_explorer",
+    "static_key",
+    "strip_positions",
     "table",
     "token_vectors",
     "update",
@@ -248,257 +255,399 @@ def update(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False):
 
 # ---------------------------------------------------------------------------
 # Drawing, table, readout and the explorer (the thin part around update()).
+#
+# The figure is laid out for the shape on show (figure_layout): on the left the
+# weights as a heatmap with the tokens on its rows and columns, on the right the
+# shapes strip, every array a block of its true shape, in two lines "Q • Kᵀ → A"
+# and "A • V = O". A new T_q, T_k or mode is a new layout (one full draw, which the
+# shell keeps frozen for a return to it); d_k, d_v and the causal mask only move
+# artists.
 
-#: Figure size of the explorer (inches): the shapes strip on top, the weights below.
-FIGSIZE = (8.0, 6.4)
+#: Figure width in inches per style. The shell renders every figure
+#: DISPLAY_WIDTH_PX wide, so the width sets the type size; the height follows the data.
+FIGURE_WIDTHS = {"default": 10.5, "board": 16.5}
+#: Side of one square of the shapes strip in displayed pixels, the same in both
+#: styles: the squares show a shape and hold no text.
+SQUARE_PX = 15
 # The series' colours (attention_lib.plots.COLORS): queries vermillion, keys blue,
 # values green, output purple; the weights grey.
 _BLOCK_COLORS = {
     "Q": plots.COLORS["query"],
     "Kᵀ": plots.COLORS["key"],
-    "A": plots.COLORS["neutral"],  # the weights are drawn in full by the heatmap below
+    "A": plots.COLORS["neutral"],
     "V": plots.COLORS["value"],
     "O": plots.COLORS["output"],
 }
-
-
-_GAP = 2.6  # between two slots of the shapes strip, where the operator sits
-_MARGINS = {"left": 0.13, "right": 0.98, "top": 0.94, "bottom": 0.07, "hspace": 0.3}
-
-
-def _blocks(state):
-    """``(name, x, rows, cols)`` of each block of the shapes strip, left to right.
-
-    Each block sits at the left of a slot as wide as the block can ever get, so
-    slots and labels never move and one square is the same size in every state.
-    """
-    T_q, d_k = state.Q.shape
-    T_k, d_v = state.V.shape
-    sizes = [("Q", T_q, d_k), ("Kᵀ", d_k, T_k), ("A", T_q, T_k), ("V", T_k, d_v), ("O", T_q, d_v)]
-    blocks, x = [], 0.0
-    for (name, rows, cols), slot in zip(sizes, _SLOTS, strict=True):
-        blocks.append((name, x, rows, cols))
-        x += slot + _GAP
-    return blocks
-
-
-_SLOTS = (MAX_WIDTH, MAX_LENGTH, MAX_LENGTH, MAX_WIDTH, MAX_WIDTH)
+#: The operators of the strip: near-black and bold, as large as two titles, so they
+#: read from the back of a room (a thin grey "·" did not).
+OPERATOR_COLOR = "#111111"
+OPERATOR_SCALE = 2.0  # operator size / title size
+_LINES = (("Q", "Kᵀ", "A"), ("A", "V", "O"))  # the strip's two lines, left to right
+_OPERATORS = (("•", "→"), ("•", "="))  # between the blocks of each line
 
 # Tags of the artists refresh moves (found again with plots.artist, in drawing order).
 BLOCK_GID = "sc-block"  # one rectangle per block of the shapes strip
 GRID_GID = "sc-grid"
 SIZE_GID = "sc-size"
-QUERY_LABEL_GID = "sc-query"  # MAX_LENGTH token labels per axis, "" where unused
-KEY_LABEL_GID = "sc-key"
-FRAME_GID = "sc-frame"  # the dashed outline of the largest grid, on top of the weights
-_OPERATORS = ("·", "→", "·", "=")
+OPERATOR_GID = "sc-operator"  # they move with the blocks when d_k or d_v changes
 
 
-def _grid_segments(x, rows, cols):
-    """Faint lines between neighbouring entries of a block, so the squares can be counted."""
-    vertical = [[(x + k, -rows), (x + k, 0.0)] for k in range(1, cols)]
-    horizontal = [[(x, -k), (x + cols, -k)] for k in range(1, rows)]
+def _points(size):
+    """Inches of ``size`` points."""
+    return size / 72.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_width(text, size, weight="normal"):
+    """Width in inches of ``text`` set at ``size`` points, from the glyph outlines (no renderer)."""
+    path = TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight))
+    return path.get_extents().width / 72.0
+
+
+class SelfCrossLayout(NamedTuple):
+    """Where :func:`draw` puts everything, in inches from the figure's top-left corner.
+
+    Boxes are ``(left, top, width, height)``. The strip's blocks follow d_k and
+    d_v (see :func:`strip_positions`); the layout reserves room for the widest
+    and keeps the top of each line of blocks (``line_tops``), the side of a
+    square and the width of the gap that holds an operator.
+    """
+
+    width: float
+    height: float
+    heat: tuple
+    strip: tuple
+    title_top: float
+    xlabel_top: float
+    square: float
+    gap: float
+    label_size: float
+    line_tops: tuple
+
+
+def _shape_label(name, rows, cols):
+    return f"{name} {rows}×{cols}"
+
+
+def _heat_title(T_q, T_k):
+    kind = "square" if T_q == T_k else "rectangular"
+    return f"weights A: {T_q}×{T_k} ({kind})"
+
+
+def _heat_caption(mode):
+    keys = "encoder tokens" if mode == "cross" else "the same tokens"
+    return f"rows: decoder queries; columns: {keys}"
+
+
+_STRIP_TITLE = "shapes: one square per number"
+_KEY_LABEL_ANGLE = 40.0  # degrees: the longest tokens do not fit a column
+
+
+def figure_layout(T_q, T_k, mode, style="default"):
+    """The figure's size and boxes for weights of ``T_q x T_k`` in ``mode``, in ``style``.
+
+    Cells of a fixed size in each style (a heatmap cell fits its number, a strip
+    square is :data:`SQUARE_PX` pixels), margins from the style's font sizes: the
+    figure is as tall as this shape needs and no taller. In self mode pass
+    ``T_k = T_q``. Pure arithmetic (text widths come from the glyph outlines),
+    so the tests can check every size against the screen without drawing.
+
+    Returns
+    -------
+    SelfCrossLayout
+
+    Examples
+    --------
+    >>> small, large = figure_layout(2, 3, "cross"), figure_layout(10, 10, "cross")
+    >>> small.width == large.width == FIGURE_WIDTHS["default"], small.height < large.height
+    (True, True)
+    >>> round(large.height / large.width * plots.DISPLAY_WIDTH_PX)  # displayed px
+    515
+    """
+    T_q, T_k = _whole(T_q, "T_q", MAX_LENGTH), _whole(T_k, "T_k", MAX_LENGTH)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    if mode == "self" and T_k != T_q:
+        raise ValueError(f"self mode needs T_k = T_q; got T_q = {T_q}, T_k = {T_k}.")
+    spec = plots.STYLES[plots.figure_style(None, style)]
+    tick, label, title = spec["tick"], spec["label"], spec["title"]
+    width = FIGURE_WIDTHS[style]
+    pad = _points(0.8 * label)
+    title_height = _points(1.8 * title)
+    query_tokens = DECODER_TOKENS[:T_q]
+    key_tokens = query_tokens if mode == "self" else ENCODER_TOKENS[:T_k]
+
+    # The heatmap: a cell holds its widest number ("<0.01", see plots.format_weight)
+    # with room to spare; rotated key labels below it.
+    annotation = spec["annotation"]
+    cell_width = _text_width(plots.format_weight(1e-9), annotation) + _points(0.5 * annotation)
+    cell_height = _points(1.9 * annotation)
+    row_labels = max(_text_width(token, tick) for token in query_tokens) + _points(0.8 * tick)
+    angle = np.radians(_KEY_LABEL_ANGLE)
+    key_labels = max(
+        _text_width(token, tick) * np.sin(angle) + _points(tick) * np.cos(angle)
+        for token in key_tokens
+    ) + _points(0.8 * tick)
+    heat = (pad + row_labels, pad + title_height, T_k * cell_width, T_q * cell_height)
+    xlabel_top = heat[1] + heat[3] + key_labels
+    heat_bottom = xlabel_top + _points(1.6 * label) + pad
+    heat_right = heat[0] + max(
+        heat[2],
+        _text_width(_heat_title(T_q, T_k), title, "bold"),
+        _text_width(_heat_caption(mode), label),
+    )
+
+    # The strip: room for its widest and tallest blocks (d_k = d_v = MAX_WIDTH).
+    square = SQUARE_PX * width / plots.DISPLAY_WIDTH_PX
+    label_height = _points(1.7 * label)
+    widest = _shapes(T_q, T_k, MAX_WIDTH, MAX_WIDTH)
+    line_tops, top = [], pad + title_height
+    for names in _LINES:
+        line_tops.append(top + label_height)
+        top = line_tops[-1] + max(widest[name][0] for name in names) * square + _points(label)
+    geometry = dict(square=square, gap=_points(OPERATOR_SCALE * title), label_size=label)
+    blocks, operators = _line_positions(widest, line_tops, **geometry)
+    strip_width = max(
+        *(x + cols * square for _, x, _, _, cols in blocks),
+        *(x + geometry["gap"] / 2 for _, x, _ in operators),
+        _text_width(_STRIP_TITLE, title, "bold"),
+    )
+    # the bottom: under the last blocks, and under the operators (they are larger)
+    bottom = max(
+        top - _points(label), *(y + _points(0.6 * OPERATOR_SCALE * title) for _, _, y in operators)
+    )
+    height = float(max(heat_bottom, bottom + pad))
+    return SelfCrossLayout(
+        width=width,
+        height=height,
+        heat=heat,
+        strip=(heat_right + _points(1.5 * label), 0.0, float(strip_width), height),
+        title_top=pad,
+        xlabel_top=float(xlabel_top),
+        line_tops=tuple(line_tops),
+        **geometry,
+    )
+
+
+def _shapes(T_q, T_k, d_k, d_v):
+    """``{name: (rows, cols)}`` of every block of the strip."""
+    return {"Q": (T_q, d_k), "Kᵀ": (d_k, T_k), "A": (T_q, T_k), "V": (T_k, d_v), "O": (T_q, d_v)}
+
+
+def _line_positions(shapes, line_tops, *, square, gap, label_size):
+    """Blocks ``(name, x, top, rows, cols)`` and operators ``(symbol, x, y)`` of the strip.
+
+    Left to right in each line, each block as wide as its squares or its label,
+    then a gap with the operator, centred on the first rows (where the eye meets
+    the matrices).
+    """
+    blocks, operators = [], []
+    for names, symbols, top in zip(_LINES, _OPERATORS, line_tops, strict=True):
+        x = 0.0
+        for i, name in enumerate(names):
+            rows, cols = shapes[name]
+            blocks.append((name, x, top, rows, cols))
+            label = _text_width(_shape_label(name, rows, cols), label_size, "bold")
+            x += max(cols * square, label)
+            if i < len(symbols):
+                operators.append(
+                    (symbols[i], x + gap / 2, top + min(shapes[names[0]][0], 2) * square / 2)
+                )
+                x += gap
+    return blocks, operators
+
+
+def strip_positions(state, layout):
+    """Blocks and operators of the strip for ``state``, in ``layout`` (see :func:`draw`).
+
+    Examples
+    --------
+    >>> layout = figure_layout(3, 5, "cross")
+    >>> blocks, operators = strip_positions(update(T_q=3, T_k=5, d_k=2), layout)
+    >>> [(name, rows, cols) for name, _, _, rows, cols in blocks][:2]
+    [('Q', 3, 2), ('Kᵀ', 2, 5)]
+    >>> [symbol for symbol, _, _ in operators]
+    ['•', '→', '•', '=']
+    """
+    (T_q, d_k), (T_k, d_v) = state.Q.shape, state.V.shape
+    return _line_positions(
+        _shapes(T_q, T_k, d_k, d_v),
+        layout.line_tops,
+        square=layout.square,
+        gap=layout.gap,
+        label_size=layout.label_size,
+    )
+
+
+def _layout_of(state, style):
+    T_q, T_k = state.weights.shape
+    return figure_layout(T_q, T_k, state.mode, style)
+
+
+def static_key(state):
+    """What the layout depends on: the weights' shape and the mode (the key tokens).
+
+    Examples
+    --------
+    >>> static_key(update(T_q=3, T_k=5, d_k=2)) == static_key(update(T_q=3, T_k=5, d_k=7))
+    True
+    """
+    return state.weights.shape, state.mode
+
+
+def _grid_segments(x, top, rows, cols, square):
+    """Lines between neighbouring entries of a block, so the squares can be counted."""
+    bottom, right = top + rows * square, x + cols * square
+    vertical = [[(x + k * square, top), (x + k * square, bottom)] for k in range(1, cols)]
+    horizontal = [[(x, top + k * square), (right, top + k * square)] for k in range(1, rows)]
     return vertical + horizontal
 
 
-def _strip_title(state):
-    kind = "self-attention" if state.mode == "self" else "cross-attention"
-    return f"{kind}: shapes (one square per number; A = softmax(Q Kᵀ / √d_k))"
+def _figure_box(layout, box):
+    """A ``(left, top, width, height)`` box in inches as a figure-fraction rectangle."""
+    left, top, width, height = box
+    return [
+        left / layout.width,
+        1 - (top + height) / layout.height,
+        width / layout.width,
+        height / layout.height,
+    ]
 
 
-def _draw_shapes(ax, state, spec):
-    """Each array as a rectangle of its true shape, top-left aligned in a fixed slot."""
-    for i, (name, x, rows, cols) in enumerate(_blocks(state)):
+def _draw_strip(ax, state, layout, spec):
+    _, _, strip_width, height = layout.strip
+    ax.set_xlim(0, strip_width)
+    ax.set_ylim(height, 0)  # inches from the top, like the layout
+    ax.axis("off")
+    ax.text(0, layout.title_top, _STRIP_TITLE, va="top", fontsize=spec["title"], weight="bold")
+    blocks, operators = strip_positions(state, layout)
+    for name, _, _, _, _ in blocks:
         color = _BLOCK_COLORS[name]
+        # thin edges: a thick one would hide a 1 x 1 block's only square
         ax.add_patch(
             Rectangle(
-                (x, -rows),
-                cols,
-                rows,
+                (0, 0),
+                1,
+                1,
                 facecolor=color,
                 alpha=0.35,
                 edgecolor=color,
-                linewidth=2,
+                linewidth=spec["line"] / 2,
                 gid=BLOCK_GID,
             )
         )
         ax.add_collection(
-            LineCollection(
-                _grid_segments(x, rows, cols), colors="white", linewidths=0.8, gid=GRID_GID
-            )
+            LineCollection([], colors="white", linewidths=spec["line"] / 2, gid=GRID_GID)
         )
+        ax.text(0, 0, "", va="bottom", fontsize=spec["label"], weight="bold", gid=SIZE_GID)
+    for symbol, _, _ in operators:
         ax.text(
-            x,
-            0.6,
-            f"{name}  {rows}×{cols}",
-            ha="left",
-            va="bottom",
-            fontsize=spec["annotation"] + 1,
-            weight="bold",
-            gid=SIZE_GID,
-        )
-        if i < len(_OPERATORS):
-            ax.text(
-                x + _SLOTS[i] + _GAP / 2,
-                -0.5,
-                _OPERATORS[i],
-                ha="center",
-                va="center",
-                fontsize=spec["label"],
-            )
-    ax.set_xlim(-0.5, sum(_SLOTS) + _GAP * (len(_SLOTS) - 1) + 0.5)
-    ax.set_ylim(-MAX_LENGTH - 0.5, 2.4)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    ax.set_title(_strip_title(state))
-
-
-def _refresh_shapes(ax, state):
-    moved = []
-    count = len(_SLOTS)
-    found = (plots.artist(ax, gid, count=count) for gid in (BLOCK_GID, GRID_GID, SIZE_GID))
-    for (name, x, rows, cols), block, grid, size in zip(_blocks(state), *found, strict=True):
-        block.set_bounds(x, -rows, cols, rows)
-        grid.set_segments(_grid_segments(x, rows, cols))
-        size.set_text(f"{name}  {rows}×{cols}")
-        moved += [block, grid, size]
-    ax.title.set_text(_strip_title(state))
-    return [*moved, ax.title]
-
-
-def _padded(state):
-    """Weights and mask on the fixed ``MAX_LENGTH x MAX_LENGTH`` grid (NaN = no such pair)."""
-    T_q, T_k = state.weights.shape
-    weights = np.full((MAX_LENGTH, MAX_LENGTH), np.nan)
-    weights[:T_q, :T_k] = state.weights
-    mask = np.ones((MAX_LENGTH, MAX_LENGTH), dtype=bool)
-    if state.mask is not None:
-        mask[:T_q, :T_k] = state.mask
-    return weights, mask
-
-
-def _heat_title(state):
-    T_q, T_k = state.weights.shape
-    kind = "square" if T_q == T_k else "rectangular"
-    source = "encoder tokens" if state.mode == "cross" else "the same tokens"
-    return f"weights A: {T_q}×{T_k} ({kind}); keys from {source}"
-
-
-def _place_token_labels(ax, state):
-    """Row labels (query tokens) left of the grid, column labels (key tokens) under the last row."""
-    T_q = state.weights.shape[0]
-    query_labels = plots.artist(ax, QUERY_LABEL_GID, count=MAX_LENGTH)
-    key_labels = plots.artist(ax, KEY_LABEL_GID, count=MAX_LENGTH)
-    for i, label in enumerate(query_labels):
-        label.set_text(state.query_tokens[i] if i < len(state.query_tokens) else "")
-    for j, label in enumerate(key_labels):
-        label.set_text(state.key_tokens[j] if j < len(state.key_tokens) else "")
-        label.set_position((j, T_q - 0.5 + 0.15))
-    return [*query_labels, *key_labels]
-
-
-def _draw_heatmap(ax, state, spec, style):
-    weights, mask = _padded(state)
-    image = plots.attention_heatmap(
-        weights, ax=ax, mask=mask, annotate=True, title=_heat_title(state), style=style
-    )
-    # pairs that do not exist at this T_q, T_k: white, unlike blocked (grey, hatched) ones
-    image.set_cmap(image.get_cmap().with_extremes(bad="white"))
-    ax.add_patch(
-        Rectangle(
-            (-0.5, -0.5),
-            MAX_LENGTH,
-            MAX_LENGTH,
-            fill=False,
-            edgecolor=plots.COLORS["guide"],
-            linestyle="--",
-            linewidth=0.8,
-            clip_on=False,
-            zorder=3,
-            gid=FRAME_GID,
-        )
-    )
-    # Token labels are texts, not tick labels, so that a change can move them (blitting).
-    ax.set_xticks([])
-    ax.set_yticks([])
-    for i in range(MAX_LENGTH):
-        ax.text(
-            -0.65,
-            i,
-            "",
-            ha="right",
+            0,
+            0,
+            symbol,
+            ha="center",
             va="center",
-            fontsize=spec["tick"],
-            clip_on=False,
-            gid=QUERY_LABEL_GID,
+            fontsize=OPERATOR_SCALE * spec["title"],
+            weight="bold",
+            color=OPERATOR_COLOR,
+            gid=OPERATOR_GID,
         )
-        ax.text(
-            i,
-            0.0,
-            "",
-            ha="right",
-            va="top",
-            rotation=35,
-            rotation_mode="anchor",
-            fontsize=spec["tick"],
-            gid=KEY_LABEL_GID,
-        )
-    _place_token_labels(ax, state)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query (decoder token)", labelpad=48)
+    _place_strip(ax, state, layout)
+
+
+def _place_strip(ax, state, layout):
+    """Put the strip's blocks, labels and operators where ``state`` needs them; return them."""
+    blocks, operators = strip_positions(state, layout)
+    found = (plots.artist(ax, gid, count=len(blocks)) for gid in (BLOCK_GID, GRID_GID, SIZE_GID))
+    moved = []
+    for (name, x, top, rows, cols), block, grid, size in zip(blocks, *found, strict=True):
+        block.set_bounds(x, top, cols * layout.square, rows * layout.square)
+        grid.set_segments(_grid_segments(x, top, rows, cols, layout.square))
+        size.set_text(_shape_label(name, rows, cols))
+        size.set_position((x, top - _points(0.3 * layout.label_size)))
+        moved += [block, grid, size]
+    symbols = plots.artist(ax, OPERATOR_GID, count=len(operators))
+    for (_, x, y), symbol in zip(operators, symbols, strict=True):
+        symbol.set_position((x, y))
+    return moved + symbols
 
 
 def draw(fig, state):
-    """Draw the shapes strip and the weights heatmap (token labels on both axes).
+    """Size ``fig`` for the state's shape; draw the weights heatmap and the shapes strip.
 
-    The heatmap is a fixed ``MAX_LENGTH x MAX_LENGTH`` grid with the weights in
-    its top-left corner (white = no such query/key pair at these lengths), so
-    that, like the shapes strip, it never changes size and a change of the
-    controls only moves artists.
+    The figure keeps its width and takes the height :func:`figure_layout`
+    gives, so that a small matrix gets a small figure, not the corner of one
+    laid out for the largest.
 
     Returns
     -------
     tuple of matplotlib.axes.Axes
-        ``(shapes_axes, weights_axes)``.
+        ``(weights_axes, strip_axes)``.
 
     Examples
     --------
     >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
-    >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
-    >>> [t.get_text() for t in plots.artist(heat, KEY_LABEL_GID, count=MAX_LENGTH)][:6]
-    ['the', 'black', 'cat', 'sleeps', 'on', '']
+    >>> heat, strip = draw(fig, update(T_q=3, T_k=5, mode="cross"))
+    >>> [t.get_text() for t in heat.get_xticklabels()]
+    ['the', 'black', 'cat', 'sleeps', 'on']
+    >>> bool(fig.get_size_inches()[1] == figure_layout(3, 5, "cross").height)
+    True
     """
     style = plots.figure_style(fig)
     spec = plots.STYLES[style]
-    # Fixed margins instead of a layout engine: room for every token label, and no
-    # layout pass on any redraw.
+    layout = _layout_of(state, style)
+    # Fixed positions instead of a layout engine: no layout pass on any redraw.
     fig.set_layout_engine("none")
-    shapes, heat = fig.subplots(2, 1, height_ratios=(1, 1.9), gridspec_kw=dict(_MARGINS))
-    _draw_shapes(shapes, state, spec)
-    _draw_heatmap(heat, state, spec, style)
-    return shapes, heat
+    fig.set_size_inches(layout.width, layout.height)
+    heat = fig.add_axes(_figure_box(layout, layout.heat))
+    plots.attention_heatmap(
+        state.weights,
+        ax=heat,
+        mask=state.mask,
+        query_labels=state.query_tokens,
+        key_labels=state.key_tokens,
+        annotate=True,
+        colorbar=False,
+        style=style,
+    )
+    heat.set_xlabel("")
+    heat.set_ylabel("")
+    heat.tick_params(pad=0.4 * spec["tick"])
+    for token in heat.get_xticklabels():
+        token.set(rotation=_KEY_LABEL_ANGLE, ha="right", rotation_mode="anchor")
+    T_q, T_k = state.weights.shape
+    left, title_top = layout.heat[0] / layout.width, 1 - layout.title_top / layout.height
+    fig.text(
+        left, title_top, _heat_title(T_q, T_k), va="top", fontsize=spec["title"], weight="bold"
+    )
+    fig.text(
+        left,
+        1 - layout.xlabel_top / layout.height,
+        _heat_caption(state.mode),
+        va="top",
+        fontsize=spec["label"],
+    )
+    strip = fig.add_axes(_figure_box(layout, layout.strip))
+    _draw_strip(strip, state, layout, spec)
+    return heat, strip
 
 
 def refresh(fig, state):
-    """Move what :func:`draw` drew on ``fig`` to ``state``; return the moved artists.
+    """Move what :func:`draw` drew on ``fig`` to ``state`` (same layout); return the moved artists.
 
     Examples
     --------
     >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
-    >>> shapes, heat = draw(fig, update(T_q=3, T_k=5, mode="cross"))
-    >>> moved = refresh(fig, update(T_q=2, mode="self", causal=True))
-    >>> heat.get_title()
-    'weights A: 2×2 (square); keys from the same tokens'
+    >>> heat, strip = draw(fig, update(T_q=3, mode="self"))
+    >>> moved = refresh(fig, update(T_q=3, d_v=7, mode="self", causal=True))
+    >>> [t.get_text() for t in plots.artist(strip, SIZE_GID, count=6)][-2:]
+    ['V 3×7', 'O 3×7']
     """
-    shapes, heat = fig.axes[:2]
-    weights, mask = _padded(state)
-    heat.title.set_text(_heat_title(state))
+    heat, strip = fig.axes[:2]
+    layout = _layout_of(state, plots.figure_style(fig))
     return [
-        *_refresh_shapes(shapes, state),
-        *plots.update_attention_heatmap(heat, weights, mask),
-        plots.artist(heat, FRAME_GID),  # blitting draws in list order: the outline on top
-        heat.title,
-        *_place_token_labels(heat, state),
+        *plots.update_attention_heatmap(heat, state.weights, state.mask),
+        *_place_strip(strip, state, layout),
     ]
 
 
@@ -551,27 +700,67 @@ def readout(values, state):
     )
 
 
-def _agree(controls):
-    """Make the controls a valid :func:`update` call: T_k = T_q in self mode, causal only there.
+def _other_length(T_q):
+    """A cross-attention T_k unlike ``T_q``: two more, or two fewer near the top of the range."""
+    return T_q + 2 if T_q + 2 <= MAX_LENGTH else T_q - 2
 
-    In self mode the keys are the query tokens, so the T_k slider shows T_q and is
-    disabled; in cross mode every decoder position may read the whole encoder
-    sentence, so the causal box is off and disabled.
+
+class _ModeFollower:
+    """Keeps the controls a valid :func:`update` call, and T_k per mode.
+
+    In self mode the keys are the query tokens: the T_k slider shows T_q and is
+    disabled, and the causal box is available. In cross mode every decoder
+    position may read the whole encoder sentence: the causal box is off and
+    disabled, and T_k returns to the encoder length last used in cross mode, so
+    a switch from self to cross shows a rectangle again, never a leftover square.
     """
-    self_mode = controls["mode"].value == "self"
-    controls["T_k"].disabled = self_mode
-    controls["causal"].disabled = not self_mode
-    if self_mode:
-        controls["T_k"].value = controls["T_q"].value
-    elif controls["causal"].value:
-        controls["causal"].value = False
+
+    def __init__(self, controls):
+        self.controls = controls
+        T_q, T_k = controls["T_q"].value, controls["T_k"].value
+        starts_in_self = controls["mode"].value == "self"
+        self.cross_T_k = _other_length(T_q) if starts_in_self and T_k == T_q else T_k
+        self.agree()
+
+    @property
+    def follow(self):
+        """The shell's ``follow`` callbacks (one batch per user change)."""
+        return {
+            "T_q": self.agree,
+            "T_k": self._on_T_k,
+            "mode": self._on_mode,
+            "causal": self.agree,
+        }
+
+    def agree(self, _change=None):
+        self_mode = self.controls["mode"].value == "self"
+        self.controls["T_k"].disabled = self_mode
+        self.controls["causal"].disabled = not self_mode
+        if self_mode:
+            self.controls["T_k"].value = self.controls["T_q"].value
+        elif self.controls["causal"].value:
+            self.controls["causal"].value = False
+
+    def _on_T_k(self, change):
+        if self.controls["mode"].value == "cross":
+            self.cross_T_k = change["new"]
+        else:  # set from outside while it shows T_q: back to T_q
+            self.agree()
+
+    def _on_mode(self, change):
+        if change["new"] == "cross":
+            self.controls["T_k"].value = self.cross_T_k
+        self.agree()
 
 
 def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, *, style=None):
     """The live explorer: T_q (main control), T_k, d_k, d_v, the self/cross switch, causal.
 
-    In self mode the T_k slider follows T_q and is disabled; in cross mode the
-    causal box is disabled.
+    In self mode the T_k slider shows T_q and is disabled; in cross mode the
+    causal box is disabled. T_k is remembered per mode: back in cross mode it
+    returns to the last encoder length used there (at the start ``T_k``, or,
+    when starting in self mode with ``T_k == T_q``, a length unlike ``T_q``),
+    so cross-attention stays rectangular unless you make it square.
 
     Returns
     -------
@@ -584,6 +773,8 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
     <self/cross explorer: run the notebook to interact>
     >>> explorer.set(mode="self").weights.shape, explorer.controls["T_k"].value
     ((4, 4), 4)
+    >>> explorer.set(mode="cross").weights.shape  # T_k back to its cross value
+    (4, 6)
     """
 
     def slider(value, largest, description):
@@ -615,11 +806,14 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
             value=causal, description="causal mask", indent=False, layout={"width": "auto"}
         ),
     }
+    follower = _ModeFollower(controls)  # the starting values agree before the first update
+    return EXPLORER.explorer(controls, follow=follower.follow, style=style)
 
-    _agree(controls)  # the starting values, before the first update
-    follow = {key: lambda _change: _agree(controls) for key in ("T_q", "T_k", "mode", "causal")}
-    return EXPLORER.explorer(controls, follow=follow, style=style)
 
+#: Nominal figure sizes (inches): the widths set the type size; draw() gives the
+#: figure the height of the shape on show (figure_layout).
+FIGSIZE = (FIGURE_WIDTHS["default"], 4.0)
+BOARD_FIGSIZE = (FIGURE_WIDTHS["board"], 6.0)
 
 EXPLORER = ExplorerSpec(
     name="self_cross",
@@ -631,4 +825,6 @@ EXPLORER = ExplorerSpec(
     table=table,
     readout=readout,
     figsize=FIGSIZE,
+    board_figsize=BOARD_FIGSIZE,
+    static_key=static_key,
 )

@@ -33,10 +33,12 @@
     if (shown) relayout();
   }
 
-  // An explorer's figure is stretched to the column's width by its VBox; a
-  // tall one then runs off a 1080-pixel screen. Scale it to the largest size
-  // at which the whole explorer (controls, readout, figure, numbers) fits
-  // the window, keeping the figure's proportions. Every new PNG fires "load".
+  // An explorer's figure is rendered as wide as JupyterLab's column at
+  // 1920x1080 and must never be enlarged (it would blur on the projector). On
+  // a smaller window it could still run off the screen: scale it down to the
+  // largest size at which the whole explorer (controls, readout, figure,
+  // numbers) fits the window, keeping the figure's proportions and never
+  // above its own pixel width. Every new PNG fires "load".
   const FIGURE = "img.attn-figure";
   const MARGIN = 24; // px kept free above and below the explorer
 
@@ -46,7 +48,8 @@
     const others =
       explorer.getBoundingClientRect().height - img.getBoundingClientRect().height;
     const height = window.innerHeight - others - 2 * MARGIN;
-    const width = Math.max(200, Math.floor((height * img.naturalWidth) / img.naturalHeight));
+    const fitting = Math.floor((height * img.naturalWidth) / img.naturalHeight);
+    const width = Math.min(img.naturalWidth, Math.max(200, fitting));
     img.style.width = `min(100%, ${width}px)`;
     img.style.height = "auto";
     img.style.alignSelf = "center";
