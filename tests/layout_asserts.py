@@ -63,7 +63,11 @@ def drawn_figure(spec, state, style):
     figsize = spec.figsize_for(style)
     with plots.series_style(style):
         fig, _ = plots.new_figure(
-            0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize)
+            0,
+            figsize=figsize,
+            style=style,
+            pyplot=False,
+            dpi=live_dpi(figsize, spec.display_width_px),
         )
         spec.draw(fig, state)
         fig.canvas.draw()

@@ -392,3 +392,24 @@ def test_every_cell_button_is_named_even_when_hidden(editor):
     for (q, k), button in grid._all.items():
         assert button.tooltip.startswith(f"query {q}, key {k}: ") and button.description
         assert (button.layout.display == "none") == ((q, k) not in grid.buttons)
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+@pytest.mark.parametrize(
+    "controls",
+    [
+        {"length": 1, "lengths": (None, 0)},
+        {"length": 3, "lengths": (1, 0)},  # the widest upright key labels
+        {"length": 4, "lengths": (None, 2), "blocked": {(0, 0)}},  # numbers, an empty row
+        {"length": 5, "lengths": (None, 3)},  # the first state
+        {"length": 8, "lengths": (8, 0), "causal": False},  # padding labels on every key
+    ],
+    ids=["T1", "T3", "T4", "T5", "T8"],
+)
+def test_drawn_figure_keeps_its_texts_inside_and_apart(style, controls):
+    import matplotlib.pyplot as plt
+    from layout_asserts import assert_texts_inside_and_apart, drawn_figure
+
+    fig = drawn_figure(mask_editor.EXPLORER, mask_editor.update(**controls), style)
+    assert_texts_inside_and_apart(fig)
+    plt.close(fig)

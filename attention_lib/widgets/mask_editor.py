@@ -276,11 +276,14 @@ def draw(fig, state):
     # Fixed margins instead of constrained layout (the layout pass costs about a third
     # of a redraw); the colour bar gets its own narrow axes so both heatmaps match.
     fig.set_layout_engine("none")
+    # Key labels stand upright from T = 4 on: there "k2·pad" in board type is wider than
+    # its column. T alone decides (the padding marks come and go without a redraw).
+    upright = state.length >= 4
     room = margins(
         fig,
         left=0.78,
         right=_ROW_SUM_INCHES + _COLORBAR_INCHES,
-        bottom=0.95 if state.length > 4 else 0.62,
+        bottom=0.95 if upright else 0.62,
         top=0.6,
         gap=_ROW_SUM_INCHES + 0.62,
         columns=batch,
@@ -300,7 +303,7 @@ def draw(fig, state):
             colorbar=False,
             title=_title(state, b),
         )
-        ax.tick_params(axis="x", labelrotation=90 if state.length > 4 else 0)
+        ax.tick_params(axis="x", labelrotation=90 if upright else 0)
         # The row sums sit just right of the heatmap: x in axes units, y in rows.
         transform = mtransforms.offset_copy(ax.get_yaxis_transform(), fig=fig, x=4, units="points")
         for t in range(state.length):
