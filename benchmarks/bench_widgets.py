@@ -92,7 +92,7 @@ SCRIPTED_CHANGES = {
         {"lengths": (5, 3)},
         {"blocked": ()},
     ),
-    # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
+    # Steps of the h slider (a SelectionSlider of 1, 2, 5 per decade) and the input toggle.
     "backward_step": (
         {"h": 1e-1},
         {"h": 1e-4},
