@@ -826,9 +826,9 @@ def _inner_bounds(ax, margin=2.0):
 def _place_arrow_labels(ax):
     """Place the key labels and the "q" of :func:`arrows_2d` where no arrow or label lies.
 
-    Each key's name goes beyond its tip, along the key, unless the query's
-    arrow or an earlier label is there; the "q" goes beyond the query's tip,
-    clear of every arrow and key label. Needs the axes' final position
+    The "q" goes beyond the query's tip, clear of every arrow; each key's
+    name goes beyond its tip, along the key, unless the query's arrow, its
+    dot or another label is there. Needs the axes' final position
     (fixed margins, or after the layout pass). Returns the labels.
     """
     ax.apply_aspect()
@@ -847,21 +847,22 @@ def _place_arrow_labels(ax):
     limit = ax.get_xlim()[1]
     head = 2.5 * _arrow_width(limit, STYLES[figure_style(ax)]) * ax.bbox.width / (2 * limit)
     boxes = []
-    if q_tip is not None:  # the query's dot, which the key labels avoid too
-        radius = 0.5 * query[0].get_fontsize() * dpi / 72.0
-        boxes.append(np.concatenate([q_tip - radius, q_tip + radius]))
-    for i, label in enumerate([*keys, *query]):
+    # The "q" first: it names the arrow that moves, so it gets the place next to its tip and
+    # the key names make way. Then the query's dot, which the key names avoid too.
+    for i, label in enumerate([*query, *keys]):
+        if query and i == 1:
+            radius = 0.5 * query[0].get_fontsize() * dpi / 72.0
+            boxes.append(np.concatenate([q_tip - radius, q_tip + radius]))
         tip = to_px(label.xy)
         size = _text_size_px(label.get_text(), label.get_fontsize(), dpi)
         gap = 0.3 * label.get_fontsize() * dpi / 72.0
-        others = boxes[1:] if (query and i == len(keys)) else boxes  # "q" sits by its own dot
         centre, box = _free_spot(
             tip,
             size,
             tip - origin,
             gap=max(gap / 2, head) + gap,  # beyond the padding, so its own tip is clear
             points=points,
-            boxes=others,
+            boxes=boxes,
             bounds=bounds,
             pad=max(gap / 2, head),
         )
