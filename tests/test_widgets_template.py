@@ -24,6 +24,7 @@ FRAME_CHANGES = {
         {"length": 3.3},
         {"angle": 170.0, "length": 0.0},  # zero query: only the dot
         {"length": 0.4},
+        {"angle": 45.0, "length": 3.0},  # along the dog key: the key names make way
     ],
     "sqrt_dk": [{"d_k": 4096}, {"scaled": True}, {"d_k": 16}, {"scaled": False}, {"d_k": 1}],
     "mask_editor": [

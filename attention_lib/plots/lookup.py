@@ -208,7 +208,8 @@ def _bar_text(weights, scores, i, decimals):
 
 
 def _score_text(scores, i, decimals):
-    return f"{np.ravel(scores)[i]:.{decimals}f}"
+    # a true minus sign, as on the tick labels beside it
+    return f"{np.ravel(scores)[i]:.{decimals}f}".replace("-", "\N{MINUS SIGN}")
 
 
 def weight_bars(

@@ -323,6 +323,17 @@ def _flat_note(state):
     )
 
 
+def _legend_style(spec):
+    """Legends on white, without a frame: the dotted lines t = h and h cross their area."""
+    return {
+        "fontsize": spec["annotation"],
+        "frameon": True,
+        "facecolor": "white",
+        "edgecolor": "none",
+        "framealpha": 1.0,
+    }
+
+
 def _draw_tangent(ax, state, spec):
     """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h."""
     line = spec["line"]
@@ -367,6 +378,8 @@ def _draw_tangent(ax, state, spec):
         va="top",
         fontsize=spec["annotation"],
         color=_MARK_COLOR,
+        # on white, over the dotted line t = h that runs through the panel
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 2.0},
         gid=FLAT_NOTE_GID,
     )
     ax.set_xlim(*LOSS_XLIM)
@@ -374,7 +387,7 @@ def _draw_tangent(ax, state, spec):
     ax.set_xlabel("nudge t, in units of h")
     ax.set_ylabel("loss change ÷ (h · gradient size)")
     ax.set_title(_loss_title(state))
-    ax.legend(fontsize=spec["annotation"], loc="upper center")
+    ax.legend(loc="upper center", **_legend_style(spec))
 
 
 def _draw_errors(ax, state, spec):
@@ -424,7 +437,7 @@ def _draw_errors(ax, state, spec):
         )
     ax.set_ylabel("error ÷ gradient size")
     ax.set_title("finite-difference error")
-    ax.legend(fontsize=spec["annotation"], loc="upper center")
+    ax.legend(loc="upper center", **_legend_style(spec))
 
 
 def draw(fig, state):
