@@ -340,6 +340,8 @@ class ExplorerReport:
     """Everything measured on one explorer, and what fails the bar."""
 
     index: int
+    cell: int = -1  # the notebook cell that shows it
+    main_control: str = ""  # the name of its main control: which explorer this is
     geometry: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     controls: list[ControlTiming] = dataclasses.field(default_factory=list)
     zoom: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -352,13 +354,16 @@ class ExplorerReport:
 
     def latency_json(self) -> dict[str, Any]:
         return {
-            "explorer": self.index,
+            **self._identity(),
             "median_ms": _round(self.median_ms),
             "controls": [c.as_json() for c in self.controls],
         }
 
     def fit_json(self) -> dict[str, Any]:
-        return {"explorer": self.index, **self.geometry, "zoom_150": self.zoom}
+        return {**self._identity(), **self.geometry, "zoom_150": self.zoom}
+
+    def _identity(self) -> dict[str, Any]:
+        return {"explorer": self.index, "cell": self.cell, "main_control": self.main_control}
 
 
 # --------------------------------------------------------------------------
@@ -741,6 +746,10 @@ def set_zoom(page: Page, zoom: float) -> None:
 # --------------------------------------------------------------------------
 
 EXPLORER_ROOTS = ".jp-NotebookPanel .attn-explorer"
+CELL_INDEX_JS = """el => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')]
+    .findIndex(c => c.contains(el))"""
+MAIN_NAME_JS = """el => ((el.querySelector('.widget-label') || el).textContent || '')
+    .replace(/\\s+/g, ' ').trim()"""
 
 #: notebook -> its explorers' reports, for the summary at the end of the session
 #: (filled by the tests, for the notebooks of the series only).
@@ -768,6 +777,9 @@ def measure_notebook(frontend: Any, notebook: str) -> list[ExplorerReport]:
     reports = [ExplorerReport(i) for i in range(count)]
     for report in reports:
         root = roots.nth(report.index)
+        report.cell = root.evaluate(CELL_INDEX_JS)
+        main = root.locator(".attn-main-control").first
+        report.main_control = main.evaluate(MAIN_NAME_JS) if main.count() else ""
         report.geometry["default"] = measure_geometry(page, root)
         report.problems += geometry_problems(report.geometry["default"], "default")
 
@@ -806,7 +818,7 @@ def summary_lines(results: dict[str, list[ExplorerReport]]) -> list[str]:
                 default=None,
             )
             lines.append(
-                f"{notebook.split('/')[-1]:<26} #{r.index} "
+                f"{notebook.split('/')[-1]:<26} #{r.index} {r.main_control[:14]!r:<16} "
                 f"height {default.get('height', 0):.0f}/{default.get('panel_height', 0):.0f} "
                 f"(board {board.get('height', 0):.0f}) "
                 f"scale {scale(default)}/{scale(board)} "
