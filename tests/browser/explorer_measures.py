@@ -214,6 +214,20 @@ GEOMETRY_JS = """root => {
         - parseFloat(style.paddingRight);
     const out = {panel_height: panel.clientHeight, height: box.height, width: box.width,
                  content_width: content, board: root.classList.contains('attn-board')};
+    // the parts of the height: what takes the room when an explorer is too tall
+    const parts = [['readout', '.attn-readout'], ['controls', '.attn-main-control']];
+    for (const [key, selector] of parts) {
+        const el = root.querySelector(selector);
+        const part = el && [...root.children].find(c => c.contains(el));
+        if (part) out[key + '_height'] = part.getBoundingClientRect().height;
+    }
+    const readout = root.querySelector('.attn-readout');
+    if (readout) {
+        out.readout_font_px = parseFloat(getComputedStyle(readout).fontSize);
+        // text taller than its box is cut off or drawn over what follows
+        out.readout_overflow = Math.max(...[readout, ...readout.querySelectorAll('*')]
+            .map(el => el.scrollHeight - el.clientHeight));
+    }
     if (!img) return out;
     const ib = img.getBoundingClientRect();
     // What sits beside the figure: children of the figure's ancestors (up to
@@ -394,6 +408,11 @@ def geometry_problems(geometry: dict[str, Any], style: str) -> list[str]:
         problems.append(
             f"{style} style: {geometry['height']:.0f} px tall, the notebook panel shows "
             f"{geometry['panel_height']:.0f} px"
+        )
+    if geometry.get("readout_overflow", 0) > 1:
+        problems.append(
+            f"{style} style: the readout's text needs {geometry['readout_overflow']:.0f} px more "
+            "than its box (cut off or drawn over the figure)"
         )
     if "natural_width" not in geometry:
         return [*problems, f"{style} style: no image in the explorer's {FIGURE}"]
