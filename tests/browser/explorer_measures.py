@@ -63,7 +63,8 @@ MAX_ASPECT_DRIFT = 0.01
 #: either wastes the space the instructor needs or shrinks that text below
 #: ~12.6 px. The measured fills are ~0.99 (README).
 MIN_FILL = 0.9
-#: Median key press to new figure, pooled over every press in one explorer (ms).
+#: Median key press to new figure, pooled over every press in one explorer but
+#: the board toggle's (ms).
 EXPLORER_MEDIAN_BUDGET_MS = 100.0
 #: No control's median above this (ms), layout-changing controls included.
 CONTROL_MEDIAN_BUDGET_MS = 300.0
@@ -327,6 +328,7 @@ class ControlTiming:
     src_ms: list[float] = dataclasses.field(default_factory=list)
     load_ms: list[float] = dataclasses.field(default_factory=list)
     note: str = ""
+    board: bool = False  # the board toggle: a style switch, not a step of exploring
 
     @property
     def median_ms(self) -> float | None:
@@ -341,6 +343,7 @@ class ControlTiming:
             "median_load_ms": _round(median_load),
             "src_ms": [_round(v) for v in self.src_ms],
             "load_ms": [_round(v) for v in self.load_ms],
+            **({"board_toggle": True} if self.board else {}),
             **({"note": self.note} if self.note else {}),
         }
 
@@ -362,8 +365,15 @@ class ExplorerReport:
     problems: list[str] = dataclasses.field(default_factory=list)
 
     @property
+    def exploring_presses(self) -> list[float]:
+        """Every timed press but the board toggle's: that one switches the style
+        once a lecture (held to the per-control bar); pooled in, its six presses
+        would outweigh a one-slider explorer's five."""
+        return [ms for control in self.controls if not control.board for ms in control.src_ms]
+
+    @property
     def median_ms(self) -> float | None:
-        presses = [ms for control in self.controls for ms in control.src_ms]
+        presses = self.exploring_presses
         return statistics.median(presses) if presses else None
 
     def latency_json(self) -> dict[str, Any]:
@@ -439,19 +449,20 @@ def geometry_problems(geometry: dict[str, Any], style: str) -> list[str]:
 def latency_problems(report: ExplorerReport) -> list[str]:
     """The speed bar: pooled median per explorer, and each control's median.
 
-    >>> report = ExplorerReport(0, controls=[ControlTiming("T", "slider", [90, 95, 400]),
-    ...                                      ControlTiming("board", "toggle", [350, 320, 380])])
+    >>> report = ExplorerReport(0, controls=[
+    ...     ControlTiming("T", "slider", [90, 120, 400]),
+    ...     ControlTiming("board", "toggle", [350, 320, 380], board=True)])
     >>> for problem in latency_problems(report):
     ...     print(problem)
-    median key press to new figure 335 ms over 6 presses (at most 100 ms)
+    median key press to new figure 120 ms over 3 presses, board toggle aside (at most 100 ms)
     control 'board' (toggle): median 350 ms (at most 300 ms)
     """
     problems = []
     median = report.median_ms
-    presses = sum(len(c.src_ms) for c in report.controls)
     if median is not None and median > EXPLORER_MEDIAN_BUDGET_MS:
         problems.append(
-            f"median key press to new figure {median:.0f} ms over {presses} presses "
+            f"median key press to new figure {median:.0f} ms over "
+            f"{len(report.exploring_presses)} presses, board toggle aside "
             f"(at most {EXPLORER_MEDIAN_BUDGET_MS:.0f} ms)"
         )
     for control in report.controls:
@@ -609,7 +620,7 @@ def exercise_controls(
 
     def run(control: dict[str, Any]) -> None:
         name, kind = control["name"], control["kind"]
-        timing = ControlTiming(name, kind)
+        timing = ControlTiming(name, kind, board=bool(control.get("board")))
         if kind == "slider":
             pressed, up = [], None
             for _ in range(PRESSES):
