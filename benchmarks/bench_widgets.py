@@ -129,7 +129,7 @@ SCRIPTED_CHANGES = {
         {"T_k": 6},
         {"d_k": 4},
     ),
-    # Listed because the main control is a FloatLogSlider, whose min/max are exponents.
+    # Steps of the h slider (a SelectionSlider of 1, 2, 5 per decade) and the input toggle.
     "backward_step": (
         {"h": 1e-1},
         {"h": 1e-4},

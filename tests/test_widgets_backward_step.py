@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from explorer_asserts import assert_same_state
 
-from attention_lib import attention_backward, attention_forward
+from attention_lib import attention_backward, attention_forward, plots
 from attention_lib.widgets import backward_step as bs
 
 
@@ -149,15 +149,95 @@ def test_explorer_extremes_do_not_raise(explorer, h):
     assert explorer.png[:4] == b"\x89PNG"
 
 
-def test_readout_echoes_the_slider(explorer):
-    for h in (0.5, 10**-0.25, 1e-7):
-        explorer.set(h=h)
-        slider = explorer.controls["h"]
-        assert f"h = {slider.value:{slider.readout_format}}" in explorer.readout.value
-
-
 def test_table_lists_the_numbers_shown(explorer):
     explorer.set(h=1e-3)
     html = explorer.table.value
     assert f"{explorer.state.gradient:.3e}" in html
     assert f"{explorer.state.actual_change:.3e}" in html
+
+
+# --- one format for h, a slider that returns to its start, words for a flat row, no overlaps --
+
+
+def test_the_slider_steps_through_the_start_and_back(explorer):
+    slider = explorer.controls["h"]
+    values = [value for _, value in slider.options]
+    assert slider.value == 0.5 and 0.5 in values and values == sorted(values)
+    start = slider.index
+    slider.index = start - 1  # what the left arrow key does
+    assert explorer.state.h == 0.2
+    slider.index = start + 1
+    slider.index = start
+    assert explorer.state.h == 0.5  # exactly the start again
+    with pytest.raises(ValueError, match="one of the slider's steps"):
+        bs.backward_step_explorer(h=10**-0.25)
+
+
+@pytest.mark.parametrize("h", [0.5, 1e-3, 2e-7, 1e-12, 1.0])
+def test_h_is_written_one_way_everywhere(explorer, h):
+    explorer.set(h=h)
+    slider = explorer.controls["h"]
+    shown = slider.label  # what the slider's readout shows
+    assert shown == bs.format_step(h)
+    assert f"h = {shown}:" in explorer.readout.value
+    assert f"<td>{shown}</td>" in explorer.table.value
+    assert explorer._fig.axes[0].get_title().endswith(f"h = {shown}")
+
+
+def test_a_query_that_reads_one_key_says_why_it_is_flat(explorer):
+    state = explorer.set(row=0, col=1)  # query 0 reads only key 0 under the causal mask
+    assert state.only_key == 0
+    assert "query 0 reads only key 0" in explorer.readout.value
+    note = plots.artist(explorer._fig.axes[0], bs.FLAT_NOTE_GID)
+    assert "query 0 reads only key 0" in note.get_text()
+    for change in ({"causal": False}, {"causal": True, "row": 1}, {"array": "K", "row": 0}):
+        state = explorer.set(**change)
+        assert state.only_key is None and note.get_text() == ""
+        assert "reads only" not in explorer.readout.value
+
+
+def _curve_pixels(ax, line, count=20):
+    """Pixels along a drawn line (its points and between them), inside the axes."""
+    xy = np.column_stack(line.get_data())
+    if ax.get_xscale() == "log":
+        xy = np.log10(xy)
+    t = np.linspace(0.0, 1.0, count)[None, :, None]
+    dense = (xy[:-1, None, :] + t * (xy[1:] - xy[:-1])[:, None, :]).reshape(-1, 2)
+    if ax.get_xscale() == "log":
+        dense = 10.0**dense
+    return ax.transData.transform(dense)
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_no_curve_runs_through_a_legend_or_a_label(style):
+    explorer = bs.backward_step_explorer(style=style)
+    fig = explorer._fig
+    renderer = fig.canvas.get_renderer()
+    tangent, errors = fig.axes[:2]
+    regime_labels = [t for t in errors.texts if "→" in t.get_text() or "←" in t.get_text()]
+    assert len(regime_labels) == 2
+    for causal in (True, False):
+        for array in bs.ARRAYS:
+            for row in range(4):
+                for h in (1.0, 0.5, 1e-3, 1e-12):
+                    explorer.set(causal=causal, array=array, row=row, col=row % 3, h=h)
+                    where = f"{array}[{row}], h {h}, causal {causal}, {style}"
+                    for ax in (tangent, errors):
+                        legend = ax.get_legend().get_window_extent(renderer)
+                        for line in ax.lines:
+                            if line.get_gid() in (bs.AT_H_GID, bs.STEP_GID, None):
+                                continue
+                            assert not legend.count_contains(_curve_pixels(ax, line)), where
+                    for label in regime_labels:  # below the axes: nothing is drawn there
+                        assert label.get_window_extent(renderer).y1 < errors.bbox.y0, where
+    explorer.close()
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_fits_one_screen_with_text_of_at_least_14_css_pixels(style):
+    explorer = bs.backward_step_explorer(style=style)
+    width, height = bs.EXPLORER.figsize_for(style)
+    assert plots.DISPLAY_WIDTH_PX * height / width <= 660
+    texts = explorer._fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
+    assert min(text.get_fontsize() for text in texts) * explorer.figure_dpi / 72 >= 14
+    explorer.close()

@@ -460,3 +460,39 @@ def test_spec_passes_its_display_width_to_the_explorer():
     assert spec._replace(display_width_px=None).explorer(_controls()).display_width_px == (
         plots.DISPLAY_WIDTH_PX
     )
+
+
+def test_switching_style_back_and_forth_blits_after_the_first_switch_each_way():
+    draws = []
+
+    def draw(fig, state):
+        draws.append(plots.figure_style(fig))
+        ax = fig.subplots()
+        ax.set_xlim(-1.0, 1.0)
+        ax.plot([0.0], [0.0], "o", gid="dot")
+
+    def refresh(fig, state):
+        dot = plots.artist(fig.axes[0], "dot")
+        dot.set_data([state], [0.0])
+        return [dot]
+
+    explorer = Explorer(
+        "dot",
+        {"x": ipywidgets.FloatSlider(0.0, min=-1.0, max=1.0, continuous_update=False)},
+        lambda x: x,
+        draw,
+        lambda s: "",
+        lambda v, s: "",
+        refresh=refresh,
+        figsize=(3.0, 2.0),
+        board_figsize=(4.0, 3.0),
+        style="default",
+    )
+    explorer.board_toggle.value = True
+    explorer.set(x=0.5)
+    explorer.board_toggle.value = False
+    default_frame = explorer.png
+    explorer.board_toggle.value = True
+    assert draws == ["default", "board"]  # the two later switches recalled frozen layouts
+    assert plots.figure_style(explorer._fig) == "board"
+    assert _pixels(explorer.png).shape != _pixels(default_frame).shape  # the board aspect

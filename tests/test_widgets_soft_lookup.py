@@ -81,7 +81,7 @@ def test_static_figure_and_registry():
     fig = explorer.draw_static()
     assert [ax.get_title() for ax in fig.axes] == [
         "query and keys",
-        "weights (softmax of the scores)",
+        "softmax weights",
         "values and output",
     ]
     np.testing.assert_allclose(
@@ -95,3 +95,78 @@ def test_static_figure_and_registry():
 def test_board_style_explorer():
     explorer = soft_lookup_explorer(style="board")
     assert explorer._fig.axes[0].title.get_fontsize() == plots.STYLES["board"]["title"]
+
+
+def test_readout_reports_ties_as_ties():
+    explorer = soft_lookup_explorer()
+    explorer.set(length=0.0)  # every score 0: three equal weights
+    assert "cat, dog and car tie at 0.33" in explorer.readout.value
+    assert "most weight" not in explorer.readout.value
+    explorer.set(length=1.5)
+    assert "gets the most weight" in explorer.readout.value and "tie" not in explorer.readout.value
+
+
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        ([0.2, 0.5, 0.3], (["dog"], "0.50")),
+        ([0.499, 0.501, 0.0], (["cat", "dog"], "0.50")),  # the same on screen: a tie
+        ([0.494, 0.506, 0.0], (["dog"], "0.51")),  # 0.49 and 0.51 on screen: no tie
+        ([1 / 3, 1 / 3, 1 / 3], (["cat", "dog", "car"], "0.33")),
+    ],
+)
+def test_heaviest_keys_ties_what_the_screen_cannot_tell_apart(weights, expected):
+    assert sl.heaviest_keys(weights, ["cat", "dog", "car"]) == expected
+
+
+def test_heaviest_keys_refuses_mismatched_labels():
+    with pytest.raises(ValueError, match="one entry per weight"):
+        sl.heaviest_keys([0.5, 0.5], ["cat"])
+
+
+def _segment_pixels(ax, ends, count=40):
+    t = np.linspace(0.0, 1.0, count)[:, None]
+    return np.vstack([ax.transData.transform(t * np.asarray(end)) for end in ends])
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_labels_never_cover_an_arrow_another_label_or_the_output(style):
+    """The "q" used to hide behind the dog arrow (issue 12): no label may sit on anything."""
+    explorer = soft_lookup_explorer(style=style)
+    fig = explorer._fig
+    renderer = fig.canvas.get_renderer()
+    left, _, right = fig.axes[:3]
+    keys, _, _ = sl.example_cards()
+    for angle in range(-180, 180, 30):
+        for length in (0.0, 0.6, 1.5, 4.0):
+            state = explorer.set(angle=float(angle), length=length)
+            where = f"angle {angle}, length {length}, {style}"
+            # Left: key names and "q" against each other and every arrow's centre line.
+            boxes = [t.get_window_extent(renderer) for t in left.texts]
+            arrows = [*keys, *([state.query] if length > 0 else [])]
+            points = _segment_pixels(left, arrows)
+            for i, box in enumerate(boxes):
+                assert left.bbox.contains(box.x0, box.y0) and left.bbox.contains(box.x1, box.y1)
+                assert not box.shrunk(0.9, 0.9).count_contains(points), (left.texts[i], where)
+                for other in boxes[i + 1 :]:
+                    assert not box.overlaps(other), where
+            # Right: the values' labels stay off the output star and each other.
+            star = right.lines[-1].get_window_extent(renderer)
+            labels = [t.get_window_extent(renderer) for t in right.texts]
+            for i, box in enumerate(labels):
+                assert not box.overlaps(star), (right.texts[i].get_text(), where)
+                assert right.bbox.contains(box.x0, box.y0) and right.bbox.contains(box.x1, box.y1)
+                for other in labels[i + 1 :]:
+                    assert not box.overlaps(other), where
+    explorer.close()
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_fits_one_screen_with_text_of_at_least_14_css_pixels(style):
+    explorer = soft_lookup_explorer(style=style)
+    width, height = sl.EXPLORER.figsize_for(style)
+    assert plots.DISPLAY_WIDTH_PX * height / width <= 560  # figure: under 60 % of 959 px
+    texts = explorer._fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
+    smallest = min(text.get_fontsize() for text in texts)
+    assert smallest * explorer.figure_dpi / 72 >= 14
+    explorer.close()

@@ -114,8 +114,8 @@ def test_refresh_moves_the_artists_to_what_draw_would_show(first, second):
         sqrt_dk.draw(fig, sqrt_dk.update(*states[0]))
         for state in states[1:]:
             moved = sqrt_dk.refresh(fig, sqrt_dk.update(*state))
-            # the bars, then lines, row, 4 spines, 2 legends, 2 titles
-            assert len(moved) == len(sqrt_dk.MAGNITUDE_BINS) - 1 + 12
+            # the bars, then lines, row, 4 spines, 2 titles
+            assert len(moved) == len(sqrt_dk.MAGNITUDE_BINS) - 1 + 10
         pngs.append(render_png(fig))
     assert pngs[0] == pngs[1]
 
@@ -131,3 +131,29 @@ def test_histogram_counts_every_score():
 def test_factory_checks_d_k():
     with pytest.raises(ValueError, match="d_k must be one of"):
         sqrt_dk.sqrt_dk_explorer(100)
+
+
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_legend_sits_off_the_data_and_text_is_large_enough(style):
+    """The legend used to sit on the histogram (issue 12); now it has a row of its own."""
+    from attention_lib import plots
+
+    explorer = sqrt_dk.sqrt_dk_explorer(style=style)
+    fig = explorer._fig
+    renderer = fig.canvas.get_renderer()
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert [text.get_text() for text in legend.get_texts()] == [
+        "|N(0, 1)|: the scaled target",
+        "score std",
+        "uniform 1/64",
+    ]
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_title()
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+    width, height = sqrt_dk.EXPLORER.figsize_for(style)
+    assert plots.DISPLAY_WIDTH_PX * height / width <= 680
+    texts = fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
+    assert min(text.get_fontsize() for text in texts) * explorer.figure_dpi / 72 >= 14
+    explorer.close()

@@ -24,6 +24,7 @@ FRAME_CHANGES = {
         {"length": 3.3},
         {"angle": 170.0, "length": 0.0},  # zero query: only the dot
         {"length": 0.4},
+        {"angle": 45.0, "length": 3.0},  # along the dog key: the key names make way
     ],
     "sqrt_dk": [{"d_k": 4096}, {"scaled": True}, {"d_k": 16}, {"scaled": False}, {"d_k": 1}],
     "mask_editor": [
@@ -40,6 +41,8 @@ FRAME_CHANGES = {
         {"row": 1, "col": 2},
         {"h": 1e-10, "array": "V"},
         {"causal": False},
+        {"row": 0, "array": "Q", "causal": True},  # the note on a flat row appears
+        {"row": 2, "h": 0.5},  # and goes
     ],
     "self_cross": [
         {"T_k": 9},  # a new shape: a full draw
@@ -71,11 +74,6 @@ FRAME_CHANGES = {
 }
 
 SPECS = available_explorers()
-
-#: Explorers without a board layout yet (issue 12): their board fonts overflow the
-#: default figure, so the constrained layout, frozen for the first state, differs from
-#: the one a fresh drawing of a later state finds. Strict: a fix must remove the entry.
-NO_BOARD_LAYOUT_YET = {"soft_lookup", "backward_step"}
 
 
 def _module(spec):
@@ -110,9 +108,7 @@ def test_spec_update_of_the_control_values_is_the_explorer_state(name):
 
 @pytest.mark.parametrize("style", ["default", "board"])
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_refreshed_frames_equal_fresh_drawings(name, style, request):
-    if style == "board" and name in NO_BOARD_LAYOUT_YET:
-        request.applymarker(pytest.mark.xfail(reason="no board layout yet (issue 12)", strict=True))
+def test_refreshed_frames_equal_fresh_drawings(name, style):
     spec = SPECS[name]
     explorer = spec.factory(style=style)
     assert plots.figure_style(explorer._fig) == style

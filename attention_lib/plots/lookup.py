@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.textpath import TextToPath
+from matplotlib.ticker import MaxNLocator
 
 from .style import (
     COLORS,
@@ -38,6 +41,8 @@ __all__ = [
 # Tags of the artists the updaters move (see style.artist).
 BAR_GID = "weight-bars"
 BAR_LABEL_GID = "weight-label"
+SCORE_ROW_GID = "score-row"
+KEY_LABEL_GID = "key-label"
 QUERY_ARROW_GID = "query-arrow"
 QUERY_TIP_GID = "query-tip"
 QUERY_LABEL_GID = "query-label"
@@ -202,6 +207,11 @@ def _bar_text(weights, scores, i, decimals):
     return text
 
 
+def _score_text(scores, i, decimals):
+    # a true minus sign, as on the tick labels beside it
+    return f"{np.ravel(scores)[i]:.{decimals}f}".replace("-", "\N{MINUS SIGN}")
+
+
 def weight_bars(
     weights,
     ax=None,
@@ -211,6 +221,7 @@ def weight_bars(
     decimals=2,
     title=None,
     ylabel="weight",
+    score_row=False,
     style=None,
 ):
     """One query's weights over the keys as bars, each labelled with its value.
@@ -225,6 +236,10 @@ def weight_bars(
         Also print each key's score under its weight.
     decimals : int, default 2
     title, ylabel : str, optional
+    score_row : bool, default False
+        Print the scores in a row of their own under the key names (headed
+        "score") instead of under each weight: one short line above each bar,
+        so neighbouring labels cannot run into each other in large type.
     style : {"default", "board"}, optional
 
     Returns
@@ -237,6 +252,10 @@ def weight_bars(
     >>> bars = weight_bars([0.5, 0.3, 0.2], ax=ax, labels=["a", "b", "c"])
     >>> [f"{b.get_height():.2f}" for b in bars]
     ['0.50', '0.30', '0.20']
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> _ = weight_bars([0.5, 0.5], ax=ax, scores=[0.1, 0.1], score_row=True)
+    >>> [t.get_text() for t in ax.texts]
+    ['0.50', '0.50', '0.10', '0.10', 'score']
     """
     weights = np.ravel(np.asarray(weights, dtype=float))
     n = weights.size
@@ -253,11 +272,12 @@ def weight_bars(
         linewidth=spec["rc"]["axes.linewidth"],
         gid=BAR_GID,
     )
+    in_row = score_row and scores is not None
     for i, w in enumerate(weights):
         ax.text(
             i,
             w + 0.02,
-            _bar_text(weights, scores, i, decimals),
+            _bar_text(weights, None if in_row else scores, i, decimals),
             ha="center",
             va="bottom",
             fontsize=spec["annotation"],
@@ -265,7 +285,35 @@ def weight_bars(
         )
     ax.set_xticks(range(n), labels)
     ax.set_ylim(0.0, 1.15)
-    ax.set_xlabel("key")
+    if in_row:
+        # One line below the key names (tick length + pad + a line of tick labels).
+        below = -(mpl.rcParams["xtick.major.size"] + mpl.rcParams["xtick.major.pad"])
+        below -= 1.35 * spec["tick"]
+        for i in range(n):
+            ax.annotate(
+                _score_text(scores, i, decimals),
+                (i, 0.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, below),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                fontsize=spec["tick"],
+                gid=SCORE_ROW_GID,
+            )
+        ax.annotate(
+            "score",
+            (0.0, 0.0),
+            xycoords="axes fraction",
+            xytext=(-0.5 * spec["tick"], below),
+            textcoords="offset points",
+            ha="right",
+            va="top",
+            fontsize=spec["tick"],
+            style="italic",
+        )
+    else:
+        ax.set_xlabel("key")
     ax.set_ylabel(ylabel)
     if title is not None:
         ax.set_title(title)
@@ -276,7 +324,8 @@ def weight_bars(
 def update_weight_bars(ax, weights, scores=None, *, decimals=2):
     """Set the bars (and their labels) that :func:`weight_bars` drew on ``ax``.
 
-    Returns the artists it changed (bars, then labels), for blitting.
+    Returns the artists it changed (bars, then labels, then the row of
+    scores if drawn with ``score_row=True``), for blitting.
 
     Examples
     --------
@@ -294,12 +343,15 @@ def update_weight_bars(ax, weights, scores=None, *, decimals=2):
         raise ValueError(
             f"got {weights.size} weights, not one per bar drawn on these axes ({error})"
         ) from None
+    row = artist(ax, SCORE_ROW_GID, count=(0, weights.size))
     for i, (bar, text, color) in enumerate(zip(bars, texts, weight_colors(weights), strict=True)):
         bar.set_height(weights[i])
         bar.set_facecolor(color)
         text.set_y(weights[i] + 0.02)
-        text.set_text(_bar_text(weights, scores, i, decimals))
-    return [*bars, *texts]
+        text.set_text(_bar_text(weights, None if row else scores, i, decimals))
+        if row and scores is not None:
+            row[i].set_text(_score_text(scores, i, decimals))
+    return [*bars, *texts, *row]
 
 
 def arrows_2d(
@@ -320,7 +372,11 @@ def arrows_2d(
     keys : array_like, shape (T_k, 2)
     query : array_like, shape (2,), optional
     labels : sequence of str, optional
-        Key names written at the arrow tips.
+        Key names written at the arrow tips: beyond each tip along its key,
+        or turned aside where an arrow or another label lies (the "q" too),
+        so no label sits on an arrow. Placed for the axes' position when
+        drawn: with a layout engine that moves the axes later, call
+        :func:`update_arrows_2d` after the layout to place them again.
     limit : float, optional
         Half-width of the square view; default fits every arrow.
     title : str, optional
@@ -348,7 +404,7 @@ def arrows_2d(
     vectors = keys if query is None else np.vstack([keys, np.reshape(query, (1, 2))])
     if limit is None:
         limit = 1.25 * max(float(np.abs(vectors).max()), 1e-9)
-    width = 0.012 * limit * spec["line"] / 1.8
+    width = _arrow_width(limit, spec)
     arrows = []
     for i, key in enumerate(keys):
         arrows.append(
@@ -363,15 +419,7 @@ def arrows_2d(
                 head_width=4 * width,
             )
         )
-        ax.annotate(
-            labels[i],
-            key,
-            xytext=(4, 4),
-            textcoords="offset points",
-            color=COLORS["key"],
-            fontsize=spec["annotation"] + 1,
-            weight="bold",
-        )
+        _label_at(ax, labels[i], key, COLORS["key"], spec, KEY_LABEL_GID)
     if query is not None:
         q = np.ravel(np.asarray(query, dtype=float))
         # Always an arrow (empty when q = 0) plus a dot at its tip, so that
@@ -382,10 +430,9 @@ def arrows_2d(
                 0,
                 q[0],
                 q[1],
-                width=1.4 * width,
                 color=COLORS["query"],
                 length_includes_head=True,
-                head_width=5 * width,
+                **_query_arrow_shape(q, width),
                 gid=QUERY_ARROW_GID,
                 visible=bool(np.hypot(*q) > 0),
             )
@@ -398,26 +445,52 @@ def arrows_2d(
             markersize=spec["marker"] * 0.6,
             gid=QUERY_TIP_GID,
         )
-        ax.annotate(
-            "q",
-            q,
-            xytext=(-6, 6),
-            textcoords="offset points",
-            color=COLORS["query"],
-            fontsize=spec["annotation"] + 1,
-            weight="bold",
-            gid=QUERY_LABEL_GID,
-        )
+        _label_at(ax, "q", q, COLORS["query"], spec, QUERY_LABEL_GID)
     ax.axhline(0, color=COLORS["zero"], linewidth=0.8, zorder=0)
     ax.axvline(0, color=COLORS["zero"], linewidth=0.8, zorder=0)
     _square_plane(ax, limit, "dimension", title, spec)
+    _place_arrow_labels(ax)
     return arrows
+
+
+def _label_at(ax, text, xy, color, spec, gid):
+    """A bold label for the point ``xy``, centred on it until a ``_place_*`` helper moves it."""
+    return ax.annotate(
+        text,
+        xy,
+        xytext=(0, 0),
+        textcoords="offset points",
+        ha="center",
+        va="center",
+        color=color,
+        fontsize=spec["annotation"] + 1,
+        weight="bold",
+        gid=gid,
+    )
+
+
+def _arrow_width(limit, spec):
+    """Shaft width of a key's arrow in data units: thicker lines in the board style."""
+    return 0.012 * limit * spec["line"] / 1.8
+
+
+def _query_arrow_shape(q, width):
+    """Shaft and head of the query's arrow: a short query gets a smaller head, never all head."""
+    head_length = min(7.5 * width, 0.5 * float(np.hypot(*q)))
+    head_width = head_length / 1.5
+    return {
+        "width": min(1.4 * width, 0.35 * head_width),
+        "head_width": head_width,
+        "head_length": head_length,
+    }
 
 
 def update_arrows_2d(ax, query):
     """Move the query arrow that :func:`arrows_2d` drew on ``ax`` to ``query``.
 
-    Returns the artists it moved (arrow, tip, label), for blitting.
+    The labels move out of the way of the new arrow (see :func:`arrows_2d`).
+    Returns the artists it moved (arrow, tip, the key labels, the query's
+    label), for blitting.
 
     Examples
     --------
@@ -429,13 +502,16 @@ def update_arrows_2d(ax, query):
     """
     q = np.ravel(np.asarray(query, dtype=float))
     arrow = artist(ax, QUERY_ARROW_GID)
-    arrow.set_data(dx=q[0], dy=q[1])
+    limit = ax.get_xlim()[1]
+    arrow.set_data(
+        dx=q[0], dy=q[1], **_query_arrow_shape(q, _arrow_width(limit, STYLES[figure_style(ax)]))
+    )
     arrow.set_visible(bool(np.hypot(*q) > 0))  # q = 0: only the dot
     tip = artist(ax, QUERY_TIP_GID)
     tip.set_data([q[0]], [q[1]])
     label = artist(ax, QUERY_LABEL_GID)
     label.xy = (float(q[0]), float(q[1]))
-    return [arrow, tip, label]
+    return [arrow, tip, *_place_arrow_labels(ax)]
 
 
 def blend_plot(
@@ -453,6 +529,9 @@ def blend_plot(
 
     Each value is a point sized by its weight; the output (a convex
     combination of the values) is a star that can never leave the shaded hull.
+    The values' labels ("name (weight)", the name alone in the board style)
+    sit outside the hull, so the star never covers one (placed for the axes'
+    position when drawn).
 
     Parameters
     ----------
@@ -518,18 +597,10 @@ def blend_plot(
         zorder=2,
         gid=VALUES_GID,
     )
+    texts = []
     for i in range(n):
-        text = labels[i] if weights is None else f"{labels[i]} ({format_weight(sizes[i])})"
-        ax.annotate(
-            text,
-            values[i],
-            xytext=(6, 6),
-            textcoords="offset points",
-            color=COLORS["value"],
-            fontsize=spec["annotation"] + 1,
-            weight="bold",
-            gid=VALUE_LABEL_GID,
-        )
+        text = _value_label(labels[i], None if weights is None else sizes[i], style)
+        texts.append(_label_at(ax, text, values[i], COLORS["value"], spec, VALUE_LABEL_GID))
     (star,) = ax.plot(
         [output[0]],
         [output[1]],
@@ -544,6 +615,14 @@ def blend_plot(
     if limit is None:
         limit = 1.25 * max(float(np.abs(np.vstack([values, output])).max()), 1e-9)
     _square_plane(ax, limit, "value dimension", title, spec)
+    # The widest text a label can show; the star's radius, which it may reach past the hull.
+    widest = [
+        label if weights is None else _value_label(label, 1e-9, style)  # "<0.01": the longest
+        for label in labels
+    ]
+    # the star's radius, or the largest value marker's (at weight 1), in pixels
+    reach = max(1.5 * spec["marker"], 0.5 * float(np.sqrt(_value_areas(1.0, spec))))
+    _place_value_labels(ax, values, texts, widest, reach * ax.get_figure(root=True).dpi / 72.0)
     return star
 
 
@@ -571,8 +650,9 @@ def update_blend_plot(ax, output, weights=None, labels=None):
     points.set_sizes(_value_areas(weights, STYLES[figure_style(ax)]))
     texts = artist(ax, VALUE_LABEL_GID, count=weights.size)
     labels = _labels(labels, len(texts), "labels") or [f"v{i}" for i in range(len(texts))]
+    style = figure_style(ax)
     for text, label, w in zip(texts, labels, weights, strict=True):
-        text.set_text(f"{label} ({format_weight(w)})")
+        text.set_text(_value_label(label, w, style))
     return [points, *texts, star]
 
 
@@ -581,6 +661,9 @@ def _square_plane(ax, limit, axis_name, title, spec):
     ax.set_xlim(-limit, limit)
     ax.set_ylim(-limit, limit)
     ax.set_aspect("equal")
+    # Whole numbers, few enough that board-size tick labels never run into each other.
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(nbins=4, integer=True, symmetric=True))
     ax.set_xlabel(f"{axis_name} 1")
     ax.set_ylabel(f"{axis_name} 2")
     if title is not None:
@@ -612,3 +695,226 @@ def _convex_hull(points):
             upper.pop()
         upper.append(p)
     return np.array(lower[:-1] + upper[:-1])
+
+
+# --- labels that stay clear of the arrows, points and other labels -----------------------
+
+#: Directions tried for a label around its anchor, as turns from the preferred one (degrees):
+#: straight on first, then further away on alternate sides.
+_TURNS = tuple(sign * turn for turn in np.arange(0.0, 181.0, 22.5) for sign in (1, -1))[1:-1]
+#: Distances tried, in steps of three quarters of the label's size beyond the nearest.
+_RINGS = 3
+_TEXT_TO_PATH = TextToPath()
+
+
+def _text_size_px(text, fontsize, dpi, weight="bold"):
+    """Width and height of a text (one line or several) in pixels, without a renderer."""
+    prop = FontProperties(size=fontsize, weight=weight)
+    lines = text.split("\n")
+    widths = [
+        _TEXT_TO_PATH.get_text_width_height_descent(line, prop, ismath=False)[0] for line in lines
+    ]
+    _, height, descent = _TEXT_TO_PATH.get_text_width_height_descent("lp", prop, ismath=False)
+    # matplotlib spaces lines 1.2 font sizes apart
+    tall = height + descent + (len(lines) - 1) * 1.2 * fontsize
+    return np.array([max(widths), tall]) * dpi / 72.0
+
+
+def _value_label(label, weight, style):
+    """A value's label in :func:`blend_plot`: "name (weight)"; the name alone in the board style.
+
+    The board's large type leaves no room beside three values in a small
+    square for the weights, which its weight bars show anyway.
+    """
+    if weight is None or style == "board":
+        return label
+    return f"{label} ({format_weight(weight)})"
+
+
+def _covering(box, points, boxes, bounds, pad=0.0):
+    """How badly a label box covers: points inside it, boxes it overlaps, and leaving ``bounds``.
+
+    Leaving the axes is worst (the label would be cut), then covering another
+    label or a reserved box, then each point of a line or area it covers.
+    ``pad`` grows the box for the points and boxes, not for the bounds.
+    """
+    outside = box[0] < bounds[0] or box[1] < bounds[1] or box[2] > bounds[2] or box[3] > bounds[3]
+    x0, y0, x1, y1 = np.asarray(box) + np.array([-pad, -pad, pad, pad])
+    inside = 0
+    if len(points):
+        x, y = points[:, 0], points[:, 1]
+        inside = int(np.count_nonzero((x > x0) & (x < x1) & (y > y0) & (y < y1)))
+    overlaps = 0
+    if len(boxes):
+        overlaps = int(
+            np.count_nonzero(
+                (boxes[:, 0] < x1) & (boxes[:, 2] > x0) & (boxes[:, 1] < y1) & (boxes[:, 3] > y0)
+            )
+        )
+    return inside + 500 * overlaps + 100_000 * outside
+
+
+def _free_spot(anchor, size, preferred, *, gap, points=(), boxes=(), bounds, pad=0.0):
+    """Where a label of ``size`` (pixels) next to ``anchor`` covers nothing: its centre and box.
+
+    Tries the directions of :data:`_TURNS` around ``preferred``, at the
+    distances of :data:`_RINGS`, and takes the
+    first whose box (its near side ``gap`` pixels from the anchor) contains no
+    point of ``points``, overlaps no box of ``boxes`` (all boxes grown by
+    ``pad``) and stays inside ``bounds``; if every direction covers something,
+    the one that covers least. Pure geometry, in display pixels.
+
+    Examples
+    --------
+    >>> centre, box = _free_spot(np.array([50.0, 50.0]), np.array([10.0, 10.0]),
+    ...                          np.array([1.0, 0.0]), gap=5, bounds=(0, 0, 100, 100))
+    >>> centre.tolist()
+    [60.0, 50.0]
+    >>> wall = np.array([[x, 50.0] for x in range(51, 100)])  # a line along the preferred side
+    >>> centre, box = _free_spot(np.array([50.0, 50.0]), np.array([10.0, 10.0]),
+    ...                          np.array([1.0, 0.0]), gap=5, points=wall, bounds=(0, 0, 100, 100))
+    >>> np.round(centre, 1).tolist()  # turned 45 degrees, clear of the line
+    [58.5, 58.5]
+    """
+    anchor = np.asarray(anchor, dtype=float)
+    width, height = (float(x) for x in size)
+    points = np.reshape(np.asarray(points, dtype=float), (-1, 2))
+    boxes = np.reshape(np.asarray(boxes, dtype=float), (-1, 4))
+    start = np.arctan2(preferred[1], preferred[0]) if np.hypot(*preferred) > 0 else np.pi / 2
+    best = None
+    # Close to the anchor all round first, then a little further out (a short query between
+    # two keys has no room right at its tip).
+    step = 0.75 * max(width, height)
+    for turn, ring in ((turn, ring) for ring in range(_RINGS) for turn in _TURNS):
+        angle = start + np.deg2rad(turn)
+        direction = np.array([np.cos(angle), np.sin(angle)])
+        # distance from the box's centre to its edge along `direction`
+        half = min(
+            width / 2 / max(abs(direction[0]), 1e-9), height / 2 / max(abs(direction[1]), 1e-9)
+        )
+        centre = anchor + direction * (gap + ring * step + half)
+        half_size = np.array([width / 2, height / 2])
+        box = np.concatenate([centre - half_size, centre + half_size])
+        cost = _covering(box, points, boxes, bounds, pad)
+        if cost == 0:
+            return centre, box
+        if best is None or cost < best[0]:
+            best = (cost, centre, box)
+    return best[1], best[2]
+
+
+def _segment_points(starts, ends, count=32):
+    """``count`` points along each segment from ``starts[i]`` to ``ends[i]`` (pixels), stacked."""
+    starts = np.reshape(np.asarray(starts, dtype=float), (-1, 2))
+    ends = np.reshape(np.asarray(ends, dtype=float), (-1, 2))
+    t = np.linspace(0.0, 1.0, count)[None, :, None]
+    return (starts[:, None, :] + t * (ends - starts)[:, None, :]).reshape(-1, 2)
+
+
+def _place(label, centre_px, box_px):
+    """Put annotation ``label`` with its centre at ``centre_px`` (pixels) and return its box."""
+    fig = label.get_figure(root=True)
+    anchor = label.axes.transData.transform(label.xy)
+    label.xyann = tuple((np.asarray(centre_px) - anchor) * 72.0 / fig.dpi)  # offset points
+    return box_px
+
+
+def _inner_bounds(ax, margin=2.0):
+    x0, y0, x1, y1 = ax.bbox.extents
+    return (x0 + margin, y0 + margin, x1 - margin, y1 - margin)
+
+
+def _place_arrow_labels(ax):
+    """Place the key labels and the "q" of :func:`arrows_2d` where no arrow or label lies.
+
+    The "q" goes beyond the query's tip, clear of every arrow; each key's
+    name goes beyond its tip, along the key, unless the query's arrow, its
+    dot or another label is there. Needs the axes' final position
+    (fixed margins, or after the layout pass). Returns the labels.
+    """
+    ax.apply_aspect()
+    to_px = ax.transData.transform
+    origin = to_px((0.0, 0.0))
+    keys = [child for child in ax.get_children() if child.get_gid() == KEY_LABEL_GID]
+    query = artist(ax, QUERY_LABEL_GID, count=(0, 1))
+    arrow_tips = [to_px(label.xy) for label in keys]
+    q_tip = to_px(query[0].xy) if query else None
+    if q_tip is not None and np.hypot(*(q_tip - origin)) > 0.5:
+        arrow_tips.append(q_tip)
+    points = _segment_points([origin] * len(arrow_tips), arrow_tips)
+    dpi = ax.get_figure(root=True).dpi
+    bounds = _inner_bounds(ax)
+    # half the widest arrowhead, in pixels: the labels keep clear of the arrows' edges
+    limit = ax.get_xlim()[1]
+    head = 2.5 * _arrow_width(limit, STYLES[figure_style(ax)]) * ax.bbox.width / (2 * limit)
+    boxes = []
+    # The "q" first: it names the arrow that moves, so it gets the place next to its tip and
+    # the key names make way. Then the query's dot, which the key names avoid too.
+    for i, label in enumerate([*query, *keys]):
+        if query and i == 1:
+            radius = 0.5 * query[0].get_fontsize() * dpi / 72.0
+            boxes.append(np.concatenate([q_tip - radius, q_tip + radius]))
+        tip = to_px(label.xy)
+        size = _text_size_px(label.get_text(), label.get_fontsize(), dpi)
+        gap = 0.3 * label.get_fontsize() * dpi / 72.0
+        centre, box = _free_spot(
+            tip,
+            size,
+            tip - origin,
+            gap=max(gap / 2, head) + gap,  # beyond the padding, so its own tip is clear
+            points=points,
+            boxes=boxes,
+            bounds=bounds,
+            pad=max(gap / 2, head),
+        )
+        boxes.append(_place(label, centre, box))
+    return [*keys, *query]
+
+
+def _hull_points(hull, count=12):
+    """Points covering the convex polygon ``hull`` (its edges and inside), for labels to avoid."""
+    if len(hull) < 3:
+        return _segment_points(hull[:-1], hull[1:]) if len(hull) == 2 else hull
+    a, b = np.meshgrid(np.linspace(0, 1, count), np.linspace(0, 1, count))
+    keep = a + b <= 1.0
+    a, b = a[keep], b[keep]
+    fans = [
+        hull[0] + a[:, None] * (hull[i] - hull[0]) + b[:, None] * (hull[i + 1] - hull[0])
+        for i in range(1, len(hull) - 1)
+    ]
+    return np.vstack([*fans, _segment_points(hull, np.roll(hull, -1, axis=0))])
+
+
+def _place_value_labels(ax, values, texts, widest, clearance):
+    """Put each value's label outside the hull of the values, clear of the points and each other.
+
+    The output star moves anywhere inside the hull, so a label outside it
+    (``clearance`` pixels: the star's radius) is never covered. Sizes come
+    from ``widest`` (the longest text each label can show), so the label can
+    change its number without moving.
+    """
+    ax.apply_aspect()
+    to_px = ax.transData.transform
+    points_px = to_px(values)
+    hull_px = to_px(_convex_hull(values)) if len(values) >= 3 else points_px
+    obstacles = _hull_points(hull_px)
+    centre = points_px.mean(axis=0)
+    dpi = ax.get_figure(root=True).dpi
+    bounds = _inner_bounds(ax)
+    # Where the star and the value's own marker reach beyond the hull: around each value.
+    reserved = [np.concatenate([point - clearance, point + clearance]) for point in points_px]
+    boxes = []
+    pad = clearance / 4
+    for text, longest, point in zip(texts, widest, points_px, strict=True):
+        size = _text_size_px(longest, text.get_fontsize(), dpi)
+        spot, box = _free_spot(
+            point,
+            size,
+            point - centre,
+            gap=clearance + pad + 1.0,  # clear of its own marker's box
+            points=obstacles,
+            boxes=[*reserved, *boxes],
+            bounds=bounds,
+            pad=pad,
+        )
+        boxes.append(_place(text, spot, box))

@@ -495,13 +495,13 @@ class Explorer:
         self.board_toggle.observe(self._on_board_toggle, names="value")
 
     def _new_figures(self):
-        """Forget every drawn layout; the next refresh draws in the current style."""
+        """Start with one figure and no drawn layout."""
         # Agg figures invisible to pyplot, one per frozen layout, most recent last:
-        # static key -> (figure, layout engine, background of what does not move).
+        # (style, static key) -> (figure, background of what does not move).
         self._frozen = OrderedDict()
         self._fig = self._make_figure()
         self._layout_engine = self._fig.get_layout_engine()
-        self._shown_key = _NOT_DRAWN  # static key of the state self._fig shows
+        self._shown_key = _NOT_DRAWN  # (style, static key) of the state self._fig shows
         self._background = None  # pixels of everything that does not move (blitting)
 
     def _make_figure(self):
@@ -542,7 +542,10 @@ class Explorer:
             return
         self.style = style
         self._mark_style()
-        self._new_figures()
+        if self._refresh_artists is None:  # one figure, drawn in full each time
+            self._fig = self._make_figure()
+        # Otherwise the layouts of both styles stay frozen side by side: a presenter
+        # switching back and forth gets a blit after the first switch each way.
         self._refresh()
 
     @property
@@ -608,7 +611,7 @@ class Explorer:
         values = self.values
         self.state = self._update(**values)
         with plots.series_style(self.style):
-            if self._refresh_artists is not None and self._recall(self._static_key(self.state)):
+            if self._refresh_artists is not None and self._recall(self._frozen_key()):
                 png = self._move()
             else:
                 png = self._draw_in_full()
@@ -616,8 +619,11 @@ class Explorer:
         self.readout.value = self._readout(values, self.state)
         self.table.value = self._table(self.state)
 
+    def _frozen_key(self):
+        return (self.style, self._static_key(self.state))
+
     def _recall(self, key):
-        """Make the frozen layout drawn for static ``key`` current; False if there is none."""
+        """Make the frozen layout drawn for ``key`` current; False if there is none."""
         if key == self._shown_key:
             return True
         frozen = self._frozen.get(key)
@@ -633,10 +639,11 @@ class Explorer:
         if self._refresh_artists is not None and self._shown_key is not _NOT_DRAWN:
             # Keep the layout on show for a later return to its key; draw on another
             # figure, the least recently used one once FROZEN_LAYOUTS are kept.
+            recycled = None
             if len(self._frozen) >= FROZEN_LAYOUTS:
-                _, (self._fig, _) = self._frozen.popitem(last=False)
-            else:
-                self._fig = self._make_figure()
+                _, (recycled, _) = self._frozen.popitem(last=False)
+            same_style = recycled is not None and plots.figure_style(recycled) == self.style
+            self._fig = recycled if same_style else self._make_figure()
         fig = self._fig
         fig.clear()
         fig.set_layout_engine(self._layout_engine or "none")
@@ -653,7 +660,7 @@ class Explorer:
         one render, not a render for the PNG plus one for the background.
         """
         fig = self._fig
-        self._shown_key = self._static_key(self.state)
+        self._shown_key = self._frozen_key()
         self._background = None
         self._frozen.pop(self._shown_key, None)
         moving = self._refresh_artists(fig, self.state)  # same state: names, does not move

@@ -24,16 +24,20 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import numpy as np
+from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import plots
 from ..attention import attention_backward, attention_forward
 from ..masks import causal_mask
+from ._layout import margins
 from ._shell import ExplorerSpec, html_table
 
 __all__ = [
     "ARRAYS",
     "EXPLORER",
+    "H_CHOICES",
     "BackwardStepState",
     "Problem",
     "backward_step_explorer",
@@ -115,6 +119,10 @@ class BackwardStepState(NamedTuple):
     central_errors: np.ndarray
     forward_errors: np.ndarray
     best_step: float
+    #: The one key this entry's query reads (a Q entry whose row of the mask allows a single
+    #: key: row 0 under the causal mask), else None. Its weight is 1 whatever its score, so
+    #: the loss cannot depend on the entry and the gradient is exactly 0.
+    only_key: int | None = None
 
     @property
     def prediction_error(self):
@@ -167,8 +175,8 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
     >>> abs(state.actual_change - state.predicted_change) < 1e-12  # L is linear in V
     True
     >>> state = update("Q", 0, 0)  # query 0 reads only key 0 under the causal mask
-    >>> state.actual_change, abs(state.gradient) < 1e-14
-    (0.0, True)
+    >>> state.actual_change, abs(state.gradient) < 1e-14, state.only_key
+    (0.0, True, 0)
     """
     if array not in ARRAYS:
         raise ValueError(f"array must be one of {ARRAYS}; got {array!r}.")
@@ -215,14 +223,32 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
         central_errors=central_errors,
         forward_errors=forward_errors,
         best_step=float(STEPS[np.argmin(central_errors)]),
+        only_key=_only_key(problem, array, index[0]),
     )
+
+
+def _only_key(problem, array, row):
+    """The single key query ``row`` reads, if ``array`` is Q and its mask row allows just one."""
+    if array != "Q" or problem.mask is None:
+        return None
+    allowed = np.flatnonzero(
+        np.broadcast_to(problem.mask, (problem.Q.shape[0], problem.K.shape[0]))[row]
+    )
+    return int(allowed[0]) if allowed.size == 1 else None
 
 
 # ---------------------------------------------------------------------------
 # Drawing, table, readout and the explorer (the thin part around update()).
 
-#: Figure size of the explorer (inches): the loss line on the left, the error curve right.
-FIGSIZE = (9.0, 3.6)
+#: The steps the explorer's slider offers: 1, 2 and 5 per decade from 1e-12 to 1, so its
+#: arrow keys step through round numbers and always come back to the starting 0.5.
+H_CHOICES = tuple(
+    float(f"{mantissa}e{exponent}") for exponent in range(-12, 0) for mantissa in (1, 2, 5)
+) + (1.0,)
+#: Figure sizes (inches): both are rendered 1480 pixels wide (569 and 650 pixels tall), so
+#: the board's fewer inches per pixel mean larger type.
+FIGSIZE = (9.0, 3.46)
+BOARD_FIGSIZE = (14.8, 6.5)
 #: Errors below this are drawn at this value (an exact 0 has no place on a log axis).
 ERROR_FLOOR = 1e-17
 # The series' colours (attention_lib.plots.COLORS): measured blue, predicted vermillion.
@@ -233,14 +259,23 @@ _MARK_COLOR = plots.COLORS["reference"]
 
 
 def format_step(h):
-    """``0.5`` for readable steps, ``1e-06`` for tiny ones.
+    """A step ``h`` as the explorer writes it everywhere: slider, readout, table and figure.
+
+    Decimals down to 0.01, then a short power of ten (two significant digits
+    at most, no padded exponent), so a step always reads the same way.
 
     Examples
     --------
-    >>> format_step(0.5), format_step(1e-6), format_step(10**-2.5)
-    ('0.5', '1e-06', '3e-03')
+    >>> format_step(0.5), format_step(0.05), format_step(1.0), format_step(5e-3)
+    ('0.5', '0.05', '1', '5e-3')
+    >>> format_step(1e-12), format_step(10**-2.5), format_step(10**-0.25)
+    ('1e-12', '3.2e-3', '0.56')
     """
-    return f"{h:g}" if h >= 0.01 else f"{h:.0e}"
+    h = float(h)
+    if h >= 0.01:
+        return f"{h:.2g}"
+    mantissa, exponent = f"{h:.1e}".split("e")
+    return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
 
 
 def _entry_name(state):
@@ -250,8 +285,8 @@ def _entry_name(state):
 # Both panels keep fixed axes, so a change only moves a few artists (the shell blits
 # them): the loss curve is drawn in units that do not depend on h or on the entry.
 LOSS_XLIM = (-2.1, 2.1)
-LOSS_YLIM = (-2.4, 4.4)  # room above the curves for the legend
-ERROR_YLIM = (ERROR_FLOOR, 2.0)
+LOSS_YLIM = (-2.5, 4.6)  # room above the curves (they stay within +-2.8) for the legend
+ERROR_YLIM = (ERROR_FLOOR, 1e5)  # errors stay below 1: the decades above hold the legend
 
 
 # Tags of the artists refresh moves (found again with plots.artist).
@@ -262,7 +297,7 @@ CENTRAL_GID = "bs-central"
 ONE_SIDED_GID = "bs-one-sided"
 STEP_GID = "bs-step"
 AT_H_GID = "bs-at-h"  # the dotted line t = h, which the curves cross
-REGIME_GID = "bs-regime"  # the "round-off" and "truncation" labels, which the curves cross
+FLAT_NOTE_GID = "bs-flat-note"  # why the curves are flat, shown for a query that reads one key
 
 
 def _loss_panel_data(state):
@@ -277,6 +312,28 @@ def _loss_title(state):
     return f"nudge {_entry_name(state)} by h = {format_step(state.h)}"
 
 
+def _flat_note(state):
+    """Why the left panel is flat (a query that reads one key), or "" when it is not."""
+    if state.only_key is None:
+        return ""
+    row = state.index[0]
+    return (
+        f"flat: query {row} reads only key {state.only_key},\n"
+        f"so its weight is 1 whatever Q[{row}, ·] is:\nthe loss cannot move, dL/dx = 0"
+    )
+
+
+def _legend_style(spec):
+    """Legends on white, without a frame: the dotted lines t = h and h cross their area."""
+    return {
+        "fontsize": spec["annotation"],
+        "frameon": True,
+        "facecolor": "white",
+        "edgecolor": "none",
+        "framealpha": 1.0,
+    }
+
+
 def _draw_tangent(ax, state, spec):
     """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h."""
     line = spec["line"]
@@ -288,7 +345,7 @@ def _draw_tangent(ax, state, spec):
         color=_ACTUAL_COLOR,
         markersize=spec["marker"] / 2,
         linewidth=line,
-        label="actual  [L(x + t) − L(x)] ÷ s",
+        label="actual  L(x + t) − L(x)",
         gid=ACTUAL_GID,
     )
     ax.plot(
@@ -297,7 +354,7 @@ def _draw_tangent(ax, state, spec):
         "--",
         color=_PREDICTED_COLOR,
         linewidth=line,
-        label="gradient's prediction  t · (dL/dx) ÷ s",
+        label="gradient's prediction  t · dL/dx",
         gid=PREDICTED_GID,
     )
     ax.plot(
@@ -312,12 +369,25 @@ def _draw_tangent(ax, state, spec):
     )
     ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=AT_H_GID)
     ax.axhline(0.0, color=plots.COLORS["zero"], linewidth=0.8, zorder=0)
+    # Under the flat curves (their only place then), centred: said in words, not left to guess.
+    ax.text(
+        0.0,
+        -0.45,
+        _flat_note(state),
+        ha="center",
+        va="top",
+        fontsize=spec["annotation"],
+        color=_MARK_COLOR,
+        # on white, over the dotted line t = h that runs through the panel
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 2.0},
+        gid=FLAT_NOTE_GID,
+    )
     ax.set_xlim(*LOSS_XLIM)
     ax.set_ylim(*LOSS_YLIM)
     ax.set_xlabel("nudge t, in units of h")
-    ax.set_ylabel("loss change ÷ s,  s = h · gradient size")
+    ax.set_ylabel("loss change ÷ (h · gradient size)")
     ax.set_title(_loss_title(state))
-    ax.legend(fontsize=spec["annotation"], loc="upper center")
+    ax.legend(loc="upper center", **_legend_style(spec))
 
 
 def _draw_errors(ax, state, spec):
@@ -329,7 +399,7 @@ def _draw_errors(ax, state, spec):
         "-",
         color=_ACTUAL_COLOR,
         linewidth=line,
-        label="central  [L(x+h) − L(x−h)] / (2h)",
+        label="central  [L(x+h) − L(x−h)] / 2h",
         gid=CENTRAL_GID,
     )
     ax.loglog(
@@ -343,22 +413,31 @@ def _draw_errors(ax, state, spec):
     )
     ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=STEP_GID)
     ax.set_ylim(*ERROR_YLIM)
-    for x, text, align in ((0.03, "← round-off", "left"), (0.97, "truncation →", "right")):
-        ax.text(
-            x,
-            0.95,
+    # Few ticks, room for large type; none above 1, where only the legend is.
+    ax.xaxis.set_major_locator(LogLocator(numticks=5))
+    ax.set_yticks([1e-16, 1e-12, 1e-8, 1e-4, 1.0])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_minor_locator(NullLocator())
+    # Which error wins at which end of the step axis, in the x label's row: no curve goes there.
+    ax.set_xlabel("step h")
+    below = -(
+        mpl.rcParams["xtick.major.size"] + mpl.rcParams["xtick.major.pad"] + 1.5 * spec["tick"]
+    )
+    for x, text, align in ((0.0, "← round-off", "left"), (1.0, "truncation →", "right")):
+        ax.annotate(
             text,
-            transform=ax.transAxes,
+            (x, 0.0),
+            xycoords="axes fraction",
+            xytext=(0, below),
+            textcoords="offset points",
             ha=align,
             va="top",
             fontsize=spec["annotation"],
             color=_MARK_COLOR,
-            gid=REGIME_GID,
         )
-    ax.set_xlabel("step h")
-    ax.set_ylabel("error relative to gradient size")
+    ax.set_ylabel("error ÷ gradient size")
     ax.set_title("finite-difference error")
-    ax.legend(fontsize=spec["annotation"], loc="lower left")
+    ax.legend(loc="upper center", **_legend_style(spec))
 
 
 def draw(fig, state):
@@ -366,8 +445,11 @@ def draw(fig, state):
 
     Left: the loss along ``x + t`` for ``t`` in ``[-2h, 2h]`` and the gradient's
     tangent, both in units of ``h * gradient_scale`` (so the axes never move);
-    the exact numbers are in the readout and the table. Right: the error of
-    central and one-sided differences for every step, the current ``h`` marked.
+    the exact numbers are in the readout and the table. When the entry's
+    query reads a single key, a note under the flat curves says why they are
+    flat. Right: the error of central and one-sided differences for every
+    step, the current ``h`` marked, round-off and truncation named at the
+    ends of the step axis.
 
     Returns
     -------
@@ -383,7 +465,12 @@ def draw(fig, state):
     """
     style = plots.figure_style(fig)
     spec = plots.STYLES[style]
-    tangent, errors = fig.subplots(1, 2)
+    # Fixed margins (inches at the default size, scaled for the board's fonts), no layout
+    # pass: the title changes with h, and a frozen layout must equal a fresh one.
+    fig.set_layout_engine("none")
+    tangent, errors = fig.subplots(
+        1, 2, gridspec_kw=margins(fig, left=0.75, right=0.15, bottom=0.62, top=0.36, gap=1.05)
+    )
     for ax in (tangent, errors):
         ax.tick_params(labelsize=spec["tick"])
         ax.spines[["top", "right"]].set_visible(False)
@@ -403,7 +490,7 @@ def refresh(fig, state):
     >>> tangent, errors = draw(fig, update("Q", 3, 0, h=0.5))
     >>> moved = refresh(fig, update("V", 1, 2, h=1e-6))
     >>> tangent.get_title(), len(moved)
-    ('nudge V[1, 2] by h = 1e-06', 12)
+    ('nudge V[1, 2] by h = 1e-6', 13)
     """
     tangent, errors = fig.axes[:2]
     x, actual, predicted, gap = _loss_panel_data(state)
@@ -412,25 +499,28 @@ def refresh(fig, state):
     moved[1].set_data(x, predicted)
     moved[2].set_data([1.0, 1.0], gap)
     tangent.title.set_text(_loss_title(state))
+    note = plots.artist(tangent, FLAT_NOTE_GID)
+    note.set_text(_flat_note(state))
     central, one_sided, step = (
         plots.artist(errors, gid) for gid in (CENTRAL_GID, ONE_SIDED_GID, STEP_GID)
     )
     central.set_ydata(np.maximum(state.central_errors, ERROR_FLOOR))
     one_sided.set_ydata(np.maximum(state.forward_errors, ERROR_FLOOR))
     step.set_xdata([state.h, state.h])
-    # The line t = h, the labels and the legends come back too, after the curves:
-    # blitting draws in list order, and they lie on top of the curves in a fresh drawing.
-    at_h, labels = plots.artist(tangent, AT_H_GID), plots.artist(errors, REGIME_GID, count=2)
+    # What the moving curves and lines cross comes back after them, as a fresh drawing layers
+    # it: the line t = h and the legends over the curves, the axis lines over the lines'
+    # ends (blitting draws in list order).
     return [
         *moved,
-        at_h,
+        plots.artist(tangent, AT_H_GID),
+        note,
         tangent.get_legend(),
         tangent.title,
         central,
         one_sided,
         step,
-        *labels,
         errors.get_legend(),
+        *(ax.spines["bottom"] for ax in (tangent, errors)),
     ]
 
 
@@ -455,7 +545,7 @@ def table(state):
         ["actual change L(x+h) − L(x)", _sci(state.actual_change)],
         ["relative gap", f"{state.prediction_error:.1e}"],
         ["central difference at h", _sci(state.central_difference)],
-        ["best step (central)", f"{state.best_step:.0e}"],
+        ["best step (central)", format_step(state.best_step)],
     ]
     return html_table(rows, ["quantity", "value"], caption="nudge one entry, compare")
 
@@ -463,20 +553,29 @@ def table(state):
 def readout(values, state):
     """Control values and the key numbers: the change the gradient predicts vs the actual one.
 
-    ``h`` is written in the slider's own format (``.0e``), so the readout echoes the slider.
+    ``h`` is written by :func:`format_step`, as the slider, the table and the figure write it.
+    For a query that reads a single key it says why nothing moves.
 
     Examples
     --------
     >>> state = update("V", 2, 1, h=1e-3)
-    >>> "h = 1e-03" in readout({}, state)
+    >>> "h = 1e-3" in readout({}, state)
     True
-    """
-    return (
-        f"<b>{_entry_name(state)}</b>, h = {state.h:.0e}: predicted change "
+    >>> print(readout({}, update("Q", 0, 1)).split(" · ")[1])
+    query 0 reads only key 0 (causal mask): its weight is 1 whatever its score, so the gradient is exactly 0
+    """  # noqa: E501
+    text = (
+        f"<b>{_entry_name(state)}</b>, h = {format_step(state.h)}: predicted change "
         f"{state.predicted_change:.3e}, actual {state.actual_change:.3e} "
         f"(relative gap {state.prediction_error:.1e}); best finite-difference step "
-        f"≈ {state.best_step:.0e}"
+        f"≈ {format_step(state.best_step)}"
     )
+    if state.only_key is not None:
+        text += (
+            f" · query {state.index[0]} reads only key {state.only_key} (causal mask): its "
+            "weight is 1 whatever its score, so the gradient is exactly 0"
+        )
+    return text
 
 
 # Control sizes: the shell lays the controls out in one row; without a minimum width
@@ -488,7 +587,10 @@ _LABEL = {"description_width": "initial"}
 
 
 def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style=None):
-    """The live explorer: a log slider for h (main control), the entry, the causal switch.
+    """The live explorer: a slider of steps h (main control), the entry, the causal switch.
+
+    The steps are :data:`H_CHOICES` (1, 2, 5 per decade), labelled by
+    :func:`format_step`; ``h`` must be one of them.
 
     Returns
     -------
@@ -502,16 +604,17 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
     >>> explorer.set(array="V").array
     'V'
     """
+    if h not in H_CHOICES:
+        raise ValueError(
+            f"h must be one of the slider's steps (1, 2 or 5 times a power of ten from 1e-12 "
+            f"to 1, see H_CHOICES); got {h!r}."
+        )
     shape = example_problem().Q.shape
     controls = {
-        "h": widgets.FloatLogSlider(
+        "h": widgets.SelectionSlider(
+            options=[(format_step(step), step) for step in H_CHOICES],
             value=h,
-            base=10,
-            min=-12,
-            max=0,
-            step=0.25,
             description="step h",
-            readout_format=".0e",
             continuous_update=False,
             layout=_WIDE,
         ),
@@ -557,4 +660,5 @@ EXPLORER = ExplorerSpec(
     table=table,
     readout=readout,
     figsize=FIGSIZE,
+    board_figsize=BOARD_FIGSIZE,
 )

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention_forward, attention_scores
+from ._layout import margins
 from ._shell import ExplorerSpec, html_table
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "SoftLookupState",
     "draw",
     "example_cards",
+    "heaviest_keys",
     "query_from_polar",
     "readout",
     "refresh",
@@ -34,7 +36,12 @@ __all__ = [
 
 #: Longest query the explorer's length slider allows.
 MAX_LENGTH = 4.0
-FIGSIZE = (10.0, 3.4)
+#: Figure sizes (inches) in the default and board styles. Both are rendered 1480 pixels
+#: wide, so the board's fewer inches mean larger type: 518 and 518 pixels tall.
+FIGSIZE = (10.0, 3.5)
+BOARD_FIGSIZE = (13.0, 4.55)
+#: Decimals of the weights on show (bars, labels, readout): what a tie is judged on.
+WEIGHT_DECIMALS = 2
 
 
 def example_cards():
@@ -152,9 +159,19 @@ def draw(fig, state):
     >>> fig, _ = plots.new_figure(0, pyplot=False)
     >>> draw(fig, update())
     >>> [ax.get_title() for ax in fig.axes]
-    ['query and keys', 'weights (softmax of the scores)', 'values and output']
+    ['query and keys', 'softmax weights', 'values and output']
     """
-    left, middle, right = fig.subplots(1, 3, width_ratios=[1.0, 1.1, 1.0])
+    # Fixed margins (inches at the default size, scaled for the board's fonts) rather than a
+    # layout pass: the axes never move, so labels placed now stay clear after every change.
+    fig.set_layout_engine("none")
+    left, middle, right = fig.subplots(
+        1,
+        3,
+        gridspec_kw={
+            "width_ratios": [1.0, 0.85, 1.0],
+            **margins(fig, left=0.6, right=0.3, bottom=0.55, top=0.32, gap=0.8, columns=3),
+        },
+    )
     plots.arrows_2d(
         left,
         state.keys,
@@ -168,7 +185,9 @@ def draw(fig, state):
         ax=middle,
         labels=state.labels,
         scores=state.scores,
-        title="weights (softmax of the scores)",
+        decimals=WEIGHT_DECIMALS,
+        title="softmax weights",
+        score_row=True,
     )
     plots.blend_plot(
         right,
@@ -196,9 +215,16 @@ def refresh(fig, state):
     True
     """
     left, middle, right = fig.axes[:3]
+    bars_and_labels = plots.update_weight_bars(
+        middle, state.weights, state.scores, decimals=WEIGHT_DECIMALS
+    )
+    bars = len(state.weights)
     return [
         *plots.update_arrows_2d(left, np.round(state.query, 12)),
-        *plots.update_weight_bars(middle, state.weights, state.scores),
+        *bars_and_labels[:bars],
+        # The axis line the bars stand on, after them: in a fresh drawing it lies on top.
+        middle.spines["bottom"],
+        *bars_and_labels[bars:],
         *plots.update_blend_plot(right, state.output, weights=state.weights, labels=state.labels),
     ]
 
@@ -231,19 +257,66 @@ def table(state):
     )
 
 
+def heaviest_keys(weights, labels, decimals=WEIGHT_DECIMALS):
+    """The keys that share the largest weight as shown, and that weight as shown.
+
+    Weights are shown rounded to ``decimals``; keys whose rounded weight
+    equals the largest one's tie, since nothing on screen tells them apart.
+
+    Parameters
+    ----------
+    weights : array_like, shape (T_k,)
+    labels : sequence of str
+    decimals : int, default 2
+
+    Returns
+    -------
+    names : list of str
+        In the order of ``labels``.
+    shown : str
+        The largest weight, as printed.
+
+    Examples
+    --------
+    >>> from attention_lib.widgets.soft_lookup import heaviest_keys
+    >>> heaviest_keys([0.2, 0.5, 0.3], ["cat", "dog", "car"])
+    (['dog'], '0.50')
+    >>> heaviest_keys([1 / 3, 1 / 3, 1 / 3], ["cat", "dog", "car"])
+    (['cat', 'dog', 'car'], '0.33')
+    """
+    weights = np.ravel(np.asarray(weights, dtype=float))
+    if len(labels) != weights.size:
+        raise ValueError(
+            f"labels must have one entry per weight ({weights.size}); got {len(labels)} labels."
+        )
+    shown = [plots.format_weight(w, decimals) for w in weights]
+    top = shown[int(np.argmax(weights))]
+    return [label for label, text in zip(labels, shown, strict=True) if text == top], top
+
+
+def _and(names):
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def readout(values, state):
-    """One line: the control values, the heaviest key and the output.
+    """One line: the control values, the heaviest key (or the keys that tie) and the output.
 
     Examples
     --------
     >>> from attention_lib.widgets.soft_lookup import readout, update
     >>> readout({"angle": 0, "length": 1.0}, update(0, 1.0))
     'angle 0°, length 1.00: cat gets the most weight (0.55); output [1.57, 1.97]'
+    >>> readout({"angle": 0, "length": 0.0}, update(0, 0.0))
+    'angle 0°, length 0.00: cat, dog and car tie at 0.33; output [0.67, 1.00]'
     """
-    top = int(np.argmax(state.weights))
+    names, shown = heaviest_keys(state.weights, state.labels)
+    verdict = (
+        f"{names[0]} gets the most weight ({shown})"
+        if len(names) == 1
+        else f"{_and(names)} tie at {shown}"
+    )
     return (
-        f"angle {values['angle']:.0f}°, length {values['length']:.2f}: "
-        f"{state.labels[top]} gets the most weight ({state.weights[top]:.2f}); "
+        f"angle {values['angle']:.0f}°, length {values['length']:.2f}: {verdict}; "
         f"output {_vector(state.output)}"
     )
 
@@ -306,4 +379,5 @@ EXPLORER = ExplorerSpec(
     table=table,
     readout=readout,
     figsize=FIGSIZE,
+    board_figsize=BOARD_FIGSIZE,
 )

@@ -115,10 +115,11 @@ def update(d_k, scaled=True, *, n_queries=N_QUERIES, n_keys=N_KEYS, row=0, seed=
     )
 
 
-#: Figure size of the live explorer and of its static first-state figure (inches).
+#: Figure size of the live explorer and of its static first-state figure (inches). Both
+#: styles are rendered 1480 pixels wide (641 and 658 pixels tall), so the board's fewer
+#: inches mean larger type.
 FIGSIZE = (9.0, 3.9)
-#: The same for the board style (large fonts need a larger figure).
-BOARD_FIGSIZE = (16.0, 8.0)
+BOARD_FIGSIZE = (13.5, 6.0)
 
 
 def _mode(scaled):
@@ -161,6 +162,11 @@ def _titles(state):
     return hist, row
 
 
+def _line_width(ax):
+    """The style's line width (thicker on the board) for the reference lines drawn on ``ax``."""
+    return plots.STYLES[plots.figure_style(ax)]["line"]
+
+
 def _row_segments(weights):
     return [((i, 0.0), (i, w)) for i, w in enumerate(weights)]
 
@@ -184,7 +190,7 @@ def _row_bars(ax, weights):
         1.0 / n,
         color=plots.COLORS["reference"],
         linestyle="--",
-        linewidth=1.0,
+        linewidth=0.55 * _line_width(ax),
         label=f"uniform 1/{n}",
         gid=UNIFORM_GID,
     )
@@ -192,7 +198,6 @@ def _row_bars(ax, weights):
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("key")
     ax.set_ylabel("weight")
-    ax.legend(loc="upper right")
     return bars
 
 
@@ -220,8 +225,9 @@ def draw(fig, state):
         1,
         2,
         gridspec_kw={
-            "width_ratios": [1.0, 1.25],
-            **margins(fig, left=0.75, right=0.15, bottom=0.6, top=0.6, gap=0.75),
+            "width_ratios": [1.0, 1.15],
+            # the bottom holds the tick labels, the axis labels and the legend's row
+            **margins(fig, left=0.75, right=0.15, bottom=0.85, top=0.6, gap=0.75),
         },
     )
     hist_title, row_title = _titles(state)
@@ -244,16 +250,31 @@ def draw(fig, state):
         MAGNITUDE_BINS,
         color=plots.COLORS["prediction"],
         linestyle="--",
-        linewidth=1.5,
+        linewidth=0.8 * _line_width(hist_ax),
         label="|N(0, 1)|: the scaled target",
         gid=NORMAL_REFERENCE_GID,
     )
     hist_ax.axvline(
-        state.score_std, color="black", linewidth=1.2, gid=SCORE_STD_GID, label="score std"
+        state.score_std,
+        color="black",
+        linewidth=0.7 * _line_width(hist_ax),
+        gid=SCORE_STD_GID,
+        label="score std",
     )
-    hist_ax.legend(loc="upper left")
     _row_bars(row_ax, state.row_weights)
     row_ax.set_title(row_title)
+    # One legend for both panels, in a row under them: inside the axes it sat on the
+    # histogram (the std line crosses every height), and no corner stays free as d_k moves.
+    handles = [*hist_ax.get_legend_handles_labels()[0], *row_ax.get_legend_handles_labels()[0]]
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=len(handles),
+        fontsize=plots.STYLES[plots.figure_style(fig)]["tick"],
+        frameon=False,
+        columnspacing=2.5,
+    )
     return hist_ax, row_ax
 
 
@@ -262,9 +283,10 @@ def refresh(fig, state):
 
     Returns the moving artists (histogram bars, std line, bars of the row,
     both titles), the same ones every time, so the shell can blit them. The
-    reference outline, the uniform line, the spines they cross and the legends
-    come back too, after the bars: blitting draws in list order, and they must
-    stay on top as in a fresh drawing.
+    reference outline, the uniform line and the spines they cross come back
+    too, after the bars: blitting draws in list order, and they must stay on
+    top as in a fresh drawing. The legend sits under the axes, where nothing
+    moves.
 
     Examples
     --------
@@ -292,18 +314,7 @@ def refresh(fig, state):
     reference = plots.artist(hist_ax, NORMAL_REFERENCE_GID)
     uniform = plots.artist(row_ax, UNIFORM_GID)
     spines = [ax.spines[side] for ax in (hist_ax, row_ax) for side in ("left", "bottom")]
-    legends = [hist_ax.get_legend(), row_ax.get_legend()]
-    return [
-        *bars,
-        reference,
-        std_line,
-        row_bars,
-        uniform,
-        *spines,
-        *legends,
-        hist_ax.title,
-        row_ax.title,
-    ]
+    return [*bars, reference, std_line, row_bars, uniform, *spines, hist_ax.title, row_ax.title]
 
 
 def table(state):

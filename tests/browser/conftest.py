@@ -139,3 +139,14 @@ def board_dark(chromium, voila: VoilaServer, network_guard: NetworkGuard):
 def screenshot_path(request: pytest.FixtureRequest) -> Path:
     name = re.sub(r"[^\w.-]+", "_", request.node.name).strip("_")
     return ARTIFACTS / f"{name}.png"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The explorers' numbers (test_browser_every_explorer.py), when it ran."""
+    from .explorer_measures import RESULTS, summary_lines
+
+    if RESULTS:
+        terminalreporter.section("explorers: height / panel, image scale, fill, latency")
+        for line in summary_lines(RESULTS):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"all numbers: {ARTIFACTS}/latency.json and fit.json")

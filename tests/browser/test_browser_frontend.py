@@ -27,7 +27,7 @@ import time
 import pytest
 
 from .browser_harness import BrowserCheckError
-from .notebook_registry import REGISTRY
+from .notebook_registry import notebooks_to_drive
 
 pytestmark = [pytest.mark.browser]
 
@@ -119,7 +119,8 @@ def assert_switched_off(found: list[dict]) -> None:
 
 
 def _explorer_paths():
-    return [p for p, expect in sorted(REGISTRY.items()) if expect.has_explorer]
+    # The registry and any widget notebook not registered yet (as test_browser_notebooks).
+    return [p for p, expect in notebooks_to_drive().items() if expect.has_explorer]
 
 
 @pytest.mark.timeout(240)
@@ -173,15 +174,20 @@ def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screensh
     page.wait_for_timeout(5000)
     assert_switched_off(explorers(page))
     # Where a student looks (the middle of the figure, even in a tall explorer
-    # whose message box is off screen), the message is in sight too.
+    # whose message box is off screen), the message is in sight too: on every
+    # explorer of the page, not just the first.
+    roots = page.locator(".jp-NotebookPanel .attn-explorer")
+    for i, explorer in enumerate(found):
+        root = roots.nth(i)
+        root.locator(".attn-figure").first.evaluate("el => el.scrollIntoView({block: 'center'})")
+        page.wait_for_timeout(200)
+        note = root.locator(".attn-stale-note")
+        box = note.bounding_box()
+        assert (
+            box is not None and 0 <= box["y"] and box["y"] + box["height"] <= FULL_HD["height"]
+        ), f"explorer {i}: no kernel message in sight ({box}) when the figure is"
+        assert note.inner_text() == explorer["message"], f"explorer {i}"
     main.figure.evaluate("el => el.scrollIntoView({block: 'center'})")
-    page.wait_for_timeout(200)
-    note = main.root.locator(".attn-stale-note")
-    box = note.bounding_box()
-    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= FULL_HD["height"], (
-        f"no kernel message in sight ({box}) when the figure is"
-    )
-    assert note.inner_text() == found[0]["message"]
     page.screenshot(path=str(screenshot_path))
 
 
