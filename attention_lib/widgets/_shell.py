@@ -439,6 +439,9 @@ class Explorer:
                 max_width="100%",
                 height="auto",
                 align_self="flex-start",
+                # ipywidgets' 2 px side margins on a 100%-wide image made a zoomed
+                # page scroll sideways by 4 px
+                margin="2px 0",
             ),
         )
         self.figure.add_class("attn-figure")
