@@ -828,4 +828,5 @@ EXPLORER = ExplorerSpec(
     board_figsize=BOARD_FIGSIZE,
     static_key=static_key,
     display_width_px=DISPLAY_WIDTH_PX,
+    legacy=True,  # issue 22: not yet on the scene contract
 )

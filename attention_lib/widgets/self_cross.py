@@ -827,4 +827,5 @@ EXPLORER = ExplorerSpec(
     figsize=FIGSIZE,
     board_figsize=BOARD_FIGSIZE,
     static_key=static_key,
+    legacy=True,  # issue 22: not yet on the scene contract
 )
