@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -29,6 +30,11 @@ class Blend(NamedTuple):
     output: object  #: the output's star (Line2D)
     names: tuple  #: the values' names, as the labels begin
     weighted: bool  #: the labels show the weights (sized for the longest they can show)
+
+
+#: Where each blend's labels were placed for (its axes' pixels and limits): placed again
+#: only when that changes (after a layout pass), not on every update.
+_PLACED_FOR = weakref.WeakKeyDictionary()
 
 
 def _value_areas(weights, spec):
@@ -200,6 +206,10 @@ def _place_value_labels(drawn):
     """
     ax = drawn.output.axes
     ax.apply_aspect()
+    geometry = (*ax.bbox.extents, *ax.get_xlim(), *ax.get_ylim())
+    if _PLACED_FOR.get(drawn.output) == geometry:
+        return
+    _PLACED_FOR[drawn.output] = geometry
     style = figure_style(ax)
     spec = STYLES[style]
     dpi = ax.get_figure(root=True).dpi
