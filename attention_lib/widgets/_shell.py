@@ -521,13 +521,6 @@ def _blitted(fig, scene):
     return order
 
 
-def _options(control):
-    options = control.options
-    if isinstance(options, Mapping):
-        return list(options.values())
-    return [o[1] if isinstance(o, tuple) and len(o) == 2 else o for o in options]
-
-
 def _value_error(key, control, value):
     """What is wrong with ``value`` for a standard ipywidgets control, or None if nothing is.
 
@@ -537,7 +530,7 @@ def _value_error(key, control, value):
     if isinstance(control, HiddenControl):
         return None
     if hasattr(control, "options"):
-        choices = _options(control)
+        choices = list(control._options_values)
         if not any(value is c or (type(value) is type(c) and value == c) for c in choices):
             shown = ", ".join(map(repr, choices if len(choices) <= 8 else choices[:3]))
             if len(choices) > 8:
