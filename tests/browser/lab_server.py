@@ -200,8 +200,8 @@ def make_lab_command(root: Path) -> tuple[dict[str, str], list[str]]:
     env = {
         k: v
         for k, v in os.environ.items()
-        # A make above us (make test) would lend its jobserver; a caller's config path
-        # would be appended to the series' one.
+        # A make above us (make test) would lend its jobserver; a config path of the
+        # caller's would come before the series' one.
         if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "JUPYTER_CONFIG_PATH"}
     }
     command = ["make", "--no-print-directory", "-n", "-C", str(REPO), "lab"]
@@ -250,7 +250,7 @@ class JupyterLabServer(LocalJupyterServer):
         ]
 
     def hosts_reached(self) -> list[str]:
-        """What the server process resolved or connected to off this machine so far."""
+        """What the server or a kernel resolved or connected to off this machine so far."""
         try:
             return self.audit_log.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
