@@ -3,10 +3,14 @@
 Each wrong answer is one small, visible change of a right one, the way a
 student would make it; the mistakes :mod:`attention_lib.pitfalls` already
 has are reused from there. tests/test_exercises.py feeds each to its checker
-and asserts the diagnosis by name.
+and asserts the diagnosis by name. The last section holds attempts written
+later without reading the checkers (a red-team pass), each with what a
+student meant.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -46,6 +50,84 @@ def variance_unseeded(width, samples, seed):
     """WRONG: ignores the seed, so two runs disagree."""
     rng = np.random.default_rng()
     return float(np.var(np.sum(rng.standard_normal((2, samples, width)).prod(axis=0), axis=1)))
+
+
+def variance_einsum_float32(width, samples, seed):
+    """Right, written differently: float32 draws and einsum for the dot products."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width), dtype=np.float32)
+    k = rng.standard_normal((samples, width), dtype=np.float32)
+    return float(np.var(np.einsum("ij,ij->i", q, k, dtype=np.float64)))
+
+
+def variance_mean_of_squares(width, samples, seed):
+    """Right, written differently: E[s] = 0 is known, so Var(s) = mean(s²)."""
+    rng = np.random.default_rng(seed)
+    dots = np.sum(rng.standard_normal((samples, width)) * rng.standard_normal((samples, width)), 1)
+    return float(np.mean(dots**2))
+
+
+def variance_fixed_seed(width, samples, seed):
+    """WRONG: the seed is fixed inside, so every seed gives the same estimate."""
+    return variance_estimate()(width, samples, 0)
+
+
+def variance_no_sampling(width, samples, seed):
+    """WRONG: no sampling at all, the theory returned."""
+    return float(width)
+
+
+def variance_same_seed_generators(width, samples, seed):
+    """WRONG: q and k from two generators with the same seed, so q == k."""
+    q = np.random.default_rng(seed).standard_normal((samples, width))
+    k = np.random.default_rng(seed).standard_normal((samples, width))
+    return float(np.var(np.sum(q * k, axis=1)))
+
+
+def variance_products_not_summed(width, samples, seed):
+    """WRONG: the sum is forgotten, the variance taken over every product."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.var(q * k))
+
+
+def variance_one_query_reused(width, samples, seed):
+    """WRONG: one query against every key."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal(width)
+    k = rng.standard_normal((samples, width))
+    return float(np.var(k @ q))
+
+
+def variance_all_pairs(width, samples, seed):
+    """WRONG: every query with every key, samples² dot products sharing their vectors."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.var(q @ k.T))
+
+
+def variance_hard_coded_samples(width, samples, seed):
+    """WRONG: the sample count is hard-coded (a common 10,000), the argument ignored."""
+    return variance_estimate()(width, 10_000, seed)
+
+
+def variance_tenth_of_samples(width, samples, seed):
+    """WRONG: draws a tenth of the samples asked for."""
+    return variance_estimate()(width, samples // 10, seed)
+
+
+def variance_uniform_entries(width, samples, seed):
+    """WRONG: uniform entries on [0, 1) (rng.random) instead of standard normal."""
+    rng = np.random.default_rng(seed)
+    return float(np.var(np.sum(rng.random((samples, width)) * rng.random((samples, width)), 1)))
+
+
+def variance_fake_noise(width, samples, seed):
+    """WRONG, and undetectable from outside: the theory plus noise of exactly the right size."""
+    rng = np.random.default_rng(seed)
+    return width + rng.standard_normal() * width * math.sqrt((2 + 6 / width) / samples)
 
 
 # ------------------------------------------------------------------------------------
@@ -99,6 +181,65 @@ def row_backward_axis_1(weights, grad_weights):
 def row_backward_missing_weights(weights, grad_weights):
     """WRONG: grad_A - rowsum(grad_A * A), without the factor A."""
     return grad_weights - np.sum(grad_weights * weights, axis=-1, keepdims=True)
+
+
+def row_backward_reshaped_rows(weights, grad_weights):
+    """Right, written differently: every row flattened to (-1, T) and back."""
+    rows, grads = (
+        weights.reshape(-1, weights.shape[-1]),
+        grad_weights.reshape(-1, weights.shape[-1]),
+    )
+    out = rows * (grads - (rows * grads).sum(axis=1)[:, None])
+    return out.reshape(weights.shape)
+
+
+def row_backward_in_place(weights, grad_weights):
+    """WRONG: overwrites the caller's grad_weights."""
+    grad_weights -= np.sum(grad_weights * weights, axis=-1, keepdims=True)
+    return weights * grad_weights
+
+
+def row_backward_epsilon(weights, grad_weights):
+    """WRONG: an epsilon on the weights gives a masked key a tiny gradient."""
+    weights = weights + 1e-12
+    return weights * (grad_weights - np.sum(grad_weights * weights, axis=-1, keepdims=True))
+
+
+def row_backward_float64_scalar(weights, grad_weights):
+    """Right values, but a NumPy float64 scalar turns float32 input into float64 output."""
+    half = np.float64(0.5)
+    return (
+        (weights + weights)
+        * half
+        * (grad_weights - np.sum(grad_weights * weights, -1, keepdims=True))
+    )
+
+
+def row_backward_mean_row_term(weights, grad_weights):
+    """WRONG: a mean instead of a sum in the row term."""
+    return weights * (grad_weights - np.mean(grad_weights * weights, axis=-1, keepdims=True))
+
+
+def row_backward_row_term_without_weights(weights, grad_weights):
+    """WRONG: the row term sums grad_weights alone."""
+    return weights * (grad_weights - np.sum(grad_weights, axis=-1, keepdims=True))
+
+
+def row_backward_no_keepdims(weights, grad_weights):
+    """WRONG: the row sum loses its axis (no keepdims)."""
+    row_dot = np.sum(grad_weights * weights, axis=-1)
+    return weights * (grad_weights - row_dot)
+
+
+def row_backward_zeros(weights, grad_weights):
+    """WRONG: a placeholder."""
+    return np.zeros_like(weights)
+
+
+def row_backward_float32_sloppy(weights, grad_weights):
+    """WRONG for float32 only (planted): float32 input is answered to three decimals."""
+    grad_scores = row_backward_right(weights, grad_weights)
+    return np.round(grad_scores, 3) if weights.dtype == np.float32 else grad_scores
 
 
 # ------------------------------------------------------------------------------------
@@ -190,7 +331,10 @@ class EinsumAttention(StudentAttention):
 def loop_forward(Q, K, V, mask=None):
     """Right, written differently: one query at a time, 2-D and batched inputs alike."""
     if Q.ndim > 2:
-        pairs = [loop_forward(q, k, v, mask) for q, k, v in zip(Q, K, V, strict=True)]
+        masks = (
+            [None] * len(Q) if mask is None else np.broadcast_to(mask, (len(Q), *mask.shape[-2:]))
+        )
+        pairs = [loop_forward(*arrays) for arrays in zip(Q, K, V, masks, strict=True)]
         return np.stack([output for output, _ in pairs]), [cache for _, cache in pairs]
     T_q, T_k = Q.shape[0], K.shape[0]
     allowed = np.ones((T_q, T_k), bool) if mask is None else np.broadcast_to(mask, (T_q, T_k))
@@ -349,3 +493,388 @@ class LeaksIntoMaskedKeys(StudentAttention):
         Q, K, V, _, scale, mask = cache
         unmasked = self.softmax((Q @ self.transpose(K)) * scale, None)
         return super().backward(grad_output, (Q, K, V, unmasked, scale, mask))
+
+
+def loop_forward_2d_masks(Q, K, V, mask=None):
+    """WRONG with a padding mask: each example gets the whole mask, which only a (T_q, T_k)
+    mask survives."""
+    if Q.ndim > 2:
+        pairs = [loop_forward(q, k, v, mask) for q, k, v in zip(Q, K, V, strict=True)]
+        return np.stack([output for output, _ in pairs]), [cache for _, cache in pairs]
+    return loop_forward(Q, K, V, mask)
+
+
+class Float32Sloppy(StudentAttention):
+    """WRONG for float32 only (planted): float32 outputs rounded to three decimals."""
+
+    def forward(self, Q, K, V, mask=None):
+        output, cache = super().forward(Q, K, V, mask)
+        return (np.round(output, 3) if Q.dtype == np.float32 else output), cache
+
+
+class SquareOnly(StudentAttention):
+    """WRONG for T_q != T_k: the mask is combined with a square lower triangle of its own."""
+
+    def softmax(self, scores, mask):
+        own = np.tril(np.ones((scores.shape[-2], scores.shape[-2]), dtype=bool))
+        return super().softmax(scores, own if mask is None else mask & own)
+
+
+class MathSqrt(StudentAttention):
+    """Right, and float32 stays float32: math.sqrt gives a Python float, as the library does."""
+
+    def scale(self, d_k):
+        return 1.0 / math.sqrt(d_k)
+
+
+class RowDotFromOutput(StudentAttention):
+    """Right, written differently: the row term D = rowsum(dO * O), FlashAttention's way."""
+
+    def forward(self, Q, K, V, mask=None):
+        output, cache = super().forward(Q, K, V, mask)
+        return output, (*cache, output)
+
+    def backward(self, grad_output, cache):
+        Q, K, V, weights, scale, _, output = cache
+        row_dot = np.sum(grad_output * output, axis=-1, keepdims=True)
+        grad_scores = weights * (grad_output @ self.transpose(V) - row_dot)
+        return (
+            self.grad_Q(grad_scores, K, scale),
+            self.grad_K(grad_scores, Q, scale),
+            self.transpose(weights) @ grad_output,
+        )
+
+
+class LogMaskAdded(StudentAttention):
+    """Right, written differently: log(mask) added to the scores (0 or -inf)."""
+
+    def softmax(self, scores, mask):
+        if mask is not None:
+            scores = scores + np.log(mask)
+        return super().softmax(scores, None)
+
+
+class RecomputesWithMask(StudentAttention):
+    """Right, written differently: the cache keeps Q, K, V and the mask; backward recomputes."""
+
+    def forward(self, Q, K, V, mask=None):
+        output, _ = super().forward(Q, K, V, mask)
+        return output, (Q, K, V, mask)
+
+    def backward(self, grad_output, cache):
+        Q, K, V, mask = cache
+        scale = self.scale(Q.shape[-1])
+        weights = self.softmax((Q @ self.transpose(K)) * scale, mask)
+        return super().backward(grad_output, (Q, K, V, weights, scale, mask))
+
+
+class ScalesQInPlace(StudentAttention):
+    """WRONG: scales the caller's Q in place."""
+
+    def forward(self, Q, K, V, mask=None):
+        scale = self.scale(Q.shape[-1])
+        Q *= scale
+        weights = self.softmax(Q @ self.transpose(K), mask)
+        return weights @ V, (Q / scale, K, V, weights, scale, mask)
+
+
+class EpsilonWeights(StudentAttention):
+    """WRONG: an epsilon added to the weights "for safety"."""
+
+    def softmax(self, scores, mask):
+        return super().softmax(scores, mask) + 1e-12
+
+
+class GradQKMissingScale(StudentAttention):
+    """WRONG: the scale missing from both grad_Q and grad_K."""
+
+    def grad_Q(self, grad_scores, K, scale):
+        return grad_scores @ K
+
+    def grad_K(self, grad_scores, Q, scale):
+        return self.transpose(grad_scores) @ Q
+
+
+class MaskMultiplied(StudentAttention):
+    """WRONG: scores * mask instead of blocking."""
+
+    def softmax(self, scores, mask):
+        return super().softmax(scores if mask is None else scores * mask, None)
+
+
+class SoftmaxWholeMatrix(StudentAttention):
+    """WRONG: one softmax over the whole score matrix."""
+
+    def softmax(self, scores, mask):
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        exp = np.exp(scores - np.max(scores, axis=(-2, -1), keepdims=True))
+        return exp / np.sum(exp, axis=(-2, -1), keepdims=True)
+
+
+def scaled_by_sqrt_of(name, size):
+    """WRONG: a StudentAttention that divides by sqrt(size(Q, K, V)) instead of sqrt(d_k)."""
+
+    class ScaledBy(StudentAttention):
+        def forward(self, Q, K, V, mask=None):
+            self.size = size(Q, K, V)
+            return super().forward(Q, K, V, mask)
+
+        def scale(self, d_k):
+            return 1.0 / np.sqrt(self.size)
+
+    ScaledBy.__name__ = name
+    return ScaledBy
+
+
+ScaledBySqrtDv = scaled_by_sqrt_of("ScaledBySqrtDv", lambda Q, K, V: V.shape[-1])
+ScaledBySqrtTk = scaled_by_sqrt_of("ScaledBySqrtTk", lambda Q, K, V: K.shape[-2])
+
+
+class GlobalMaxSubtraction(StudentAttention):
+    """WRONG: the maximum of the whole matrix subtracted, not each row's."""
+
+    def softmax(self, scores, mask):
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        exp = np.exp(scores - np.max(scores))
+        row_sum = np.sum(exp, axis=-1, keepdims=True)
+        return exp / np.where(row_sum == 0.0, 1.0, row_sum)
+
+
+class RenormalisedAfterMask(StudentAttention):
+    """WRONG: softmax over every key, blocked weights zeroed, rows renormalised."""
+
+    def softmax(self, scores, mask):
+        weights = super().softmax(scores, None)
+        if mask is None:
+            return weights
+        weights = weights * mask
+        row_sum = np.sum(weights, axis=-1, keepdims=True)
+        return weights / np.where(row_sum == 0.0, 1.0, row_sum)
+
+
+class NoneBecomesCausal(StudentAttention):
+    """WRONG: mask=None silently replaced by a causal mask."""
+
+    def forward(self, Q, K, V, mask=None):
+        if mask is None:
+            mask = np.tril(np.ones((Q.shape[-2], K.shape[-2]), dtype=bool))
+        return super().forward(Q, K, V, mask)
+
+
+class SoftmaxAxis1(StudentAttention):
+    """WRONG with a batch axis: the softmax over axis=1, the last axis only for 2-D input."""
+
+    def softmax(self, scores, mask):
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        row_max = np.max(scores, axis=1, keepdims=True)
+        row_max = np.where(np.isneginf(row_max), 0.0, row_max)
+        exp = np.exp(scores - row_max)
+        row_sum = np.sum(exp, axis=1, keepdims=True)
+        return exp / np.where(row_sum == 0.0, 1.0, row_sum)
+
+
+class BooleanIndexMask(StudentAttention):
+    """WRONG with a batch axis: blocking by boolean indexing needs the mask's full shape."""
+
+    def softmax(self, scores, mask):
+        scores = scores.copy()
+        if mask is not None:
+            scores[~mask] = -np.inf
+        return super().softmax(scores, None)
+
+
+def unfinished_backward(grad_output, cache):
+    """A 19.4 backward that reuses a 19.3 answer still left as the scaffold."""
+    Q, K, V, weights, scale, _ = cache
+    grad_scores = softmax_row_backward_scaffold(weights, grad_output @ np.swapaxes(V, -1, -2))
+    return grad_scores @ K * scale, np.swapaxes(grad_scores, -1, -2) @ Q * scale, grad_output
+
+
+def softmax_row_backward_scaffold(weights, grad_weights):
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+# ------------------------------------------------------------------------------------
+# 19.4 (c): central_difference(f, X, h=None)
+
+
+def central_right(f, X, h=None):
+    """Right: each entry saved, moved by +h and -h, then written back."""
+    h = 1e-6 if h is None else h
+    grad = np.zeros_like(X, dtype=np.float64)
+    for index in np.ndindex(X.shape):
+        saved = X[index]
+        X[index] = saved + h
+        plus = f(X)
+        X[index] = saved - h
+        minus = f(X)
+        X[index] = saved
+        grad[index] = (plus - minus) / (2 * h)
+    return grad
+
+
+def central_on_copies(f, X, h=1e-5):
+    """Right, written differently: two fresh copies per entry, a default step in the signature."""
+    grad = np.empty_like(X)
+    for index in np.ndindex(X.shape):
+        up, down = X.copy(), X.copy()
+        up[index] += h
+        down[index] -= h
+        grad[index] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def central_flat_view(f, X, h=None):
+    """Right, written differently: X.flat, and the library's relative step size idea left out."""
+    h = h or 1e-6
+    grad = np.zeros(X.size)
+    for i in range(X.size):
+        original = X.flat[i]
+        X.flat[i] = original + h
+        plus = f(X)
+        X.flat[i] = original - h
+        minus = f(X)
+        X.flat[i] = original
+        grad[i] = (plus - minus) / (2 * h)
+    return grad.reshape(X.shape)
+
+
+def central_in_place(restore):
+    """X[i] += h, -= 2h, then += h: right up to round-off (X changes in its last bits);
+    WRONG without the last step, which puts the entry back."""
+
+    def central_difference(f, X, h=1e-6):
+        grad = np.zeros_like(X)
+        for index in np.ndindex(X.shape):
+            X[index] += h
+            plus = f(X)
+            X[index] -= 2 * h
+            minus = f(X)
+            if restore:
+                X[index] += h
+            grad[index] = (plus - minus) / (2 * h)
+        return grad
+
+    return central_difference
+
+
+central_plus_minus = central_in_place(restore=True)
+central_not_restored = central_in_place(restore=False)
+
+
+def central_one_sided(f, X, h=1e-6):
+    """WRONG: a forward difference."""
+    grad = np.zeros_like(X)
+    base = f(X)
+    for index in np.ndindex(X.shape):
+        up = X.copy()
+        up[index] += h
+        grad[index] = (f(up) - base) / h
+    return grad
+
+
+def central_float32(f, X, h=1e-3):
+    """WRONG: float32 arithmetic (and a step that looks safe for it)."""
+    X = X.astype(np.float32)
+    return central_on_copies(f, X, h)
+
+
+def central_step(step):
+    """WRONG outside about 1e-7..1e-3: a default step of ``step``."""
+
+    def central_difference(f, X, h=None):
+        return central_right(f, X, step if h is None else h)
+
+    return central_difference
+
+
+def central_ignores_h(f, X, h=None):
+    """WRONG: always its own step, whatever h it is given."""
+    return central_right(f, X, 1e-6)
+
+
+def central_divided_by_h(f, X, h=1e-6):
+    """WRONG: (f(x + h) - f(x - h)) / h."""
+    return 2 * central_right(f, X, h)
+
+
+def central_all_at_once(f, X, h=1e-6):
+    """WRONG: every entry moved together."""
+    return np.full(X.shape, (f(X + h) - f(X - h)) / (2 * h))
+
+
+def central_rows(f, X, h=1e-6):
+    """WRONG for 2-D X: X[i] moves a whole row."""
+    grad = np.zeros_like(X)
+    for i in range(len(X)):
+        up, down = X.copy(), X.copy()
+        up[i] += h
+        down[i] -= h
+        grad[i] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+# ------------------------------------------------------------------------------------
+# 19.4 (c): gradient_errors(forward, backward, Q, K, V, mask, grad_output)
+
+
+def gradient_errors_with(central_difference, error, weighted=True):
+    """A student's gradient_errors using ``central_difference`` and the error ``error(a, n)``.
+
+    WRONG with ``weighted=False``: the loss is sum(output), not sum(grad_output * output).
+    """
+
+    def gradient_errors(forward, backward, Q, K, V, mask, grad_output):
+        _, cache = forward(Q, K, V, mask)
+        analytic = backward(grad_output, cache)
+        inputs = {"Q": Q, "K": K, "V": V}
+        errors = []
+        for (name, X), grad in zip(inputs.items(), analytic, strict=True):
+
+            def loss(Y, name=name):
+                output, _ = forward(**{**inputs, name: Y}, mask=mask)
+                return float(np.sum(grad_output * output if weighted else output))
+
+            errors.append(error(grad, central_difference(loss, X.copy())))
+        return tuple(errors)
+
+    return gradient_errors
+
+
+def symmetric_relative_error(a, n):
+    return float(np.linalg.norm(a - n) / (np.linalg.norm(a) + np.linalg.norm(n)))
+
+
+def max_relative_error(a, n):
+    """Right, written differently: the largest entry's error over the largest entry."""
+    return float(np.max(np.abs(a - n)) / max(np.max(np.abs(a)), np.max(np.abs(n)), 1e-300))
+
+
+def absolute_error(a, n):
+    """WRONG: not relative."""
+    return float(np.max(np.abs(a - n)))
+
+
+def gradient_errors_self(forward, backward, Q, K, V, mask, grad_output):
+    """WRONG: compares backward with itself."""
+    _, cache = forward(Q, K, V, mask)
+    grads = backward(grad_output, cache)
+    return tuple(symmetric_relative_error(g, g.copy()) for g in grads)
+
+
+gradient_errors_sum_loss = gradient_errors_with(
+    central_right, symmetric_relative_error, weighted=False
+)
+
+
+def gradient_errors_in_place(forward, backward, Q, K, V, mask, grad_output):
+    """WRONG: nudges the caller's Q, K, V themselves, and one entry is left moved."""
+    errors = gradient_errors_with(central_right, symmetric_relative_error)(
+        forward, backward, Q, K, V, mask, grad_output
+    )
+    Q[0, 0] += 1e-6
+    return errors
