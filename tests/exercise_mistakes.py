@@ -878,3 +878,604 @@ def gradient_errors_in_place(forward, backward, Q, K, V, mask, grad_output):
     )
     Q[0, 0] += 1e-6
     return errors
+
+
+# ------------------------------------------------------------------------------------
+# Red team: attempts written afterwards from the notebook's statements alone, as students
+# would, each marked WRONG or right by what it means to do (tests/test_exercises.py,
+# RED_TEAM, holds the verdict each one gets). Compressed one-liners are kept as written.
+
+
+# ---------------- 19.2
+def red_v_einsum_ddof(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(samples, width))
+    k = rng.normal(size=(samples, width))
+    return float(np.var(np.einsum("ij,ij->i", q, k), ddof=1))
+
+
+def red_v_loop_dot(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    dots = np.array([np.dot(q[i], k[i]) for i in range(samples)])
+    return dots.var()
+
+
+def red_v_legacy(width, samples, seed):
+    np.random.seed(seed)  # noqa: NPY002 - the legacy global generator, seeded: still right
+    return float(np.var((np.random.randn(samples, width) * np.random.randn(samples, width)).sum(1)))  # noqa: NPY002
+
+
+def red_v_transposed_layout(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((width, samples))
+    k = rng.standard_normal((width, samples))
+    return float(np.var(np.sum(q * k, axis=0)))
+
+
+def red_v_cov(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    draws = rng.standard_normal((2, samples, width))
+    return np.cov(np.sum(draws[0] * draws[1], axis=1))
+
+
+def red_v_normalised(width, samples, seed):  # WRONG
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.var(np.sum(q * k, axis=1)) / width)
+
+
+def red_v_squared_norm(width, samples, seed):  # WRONG: q·q
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    return float(np.var(np.sum(q * q, axis=1)))
+
+
+def red_v_seed_plus_width(width, samples, seed):
+    rng = np.random.default_rng(seed + width)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.var((q * k).sum(axis=1)))
+
+
+def red_v_std_squared(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.std(np.sum(q * k, axis=1)) ** 2)
+
+
+def red_v_list(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, samples, width))
+    return [np.var(np.sum(q * k, axis=1))]
+
+
+def red_v_sample_var_of_q(width, samples, seed):  # WRONG: variance of q entries only
+    rng = np.random.default_rng(seed)
+    return float(np.var(rng.standard_normal((samples, width))))
+
+
+def red_v_var_per_dim_sum(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.sum(np.var(q * k, axis=0)))  # right in expectation: sum of per-dim variances
+
+
+def red_v_mean_sq_minus(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    d = np.sum(
+        rng.standard_normal((samples, width)) * rng.standard_normal((samples, width)), axis=1
+    )
+    return float(np.mean(d**2) - np.mean(d) ** 2)
+
+
+def red_v_scaled_by_dk(width, samples, seed):  # WRONG: divides the dot product by d_k
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, width))
+    k = rng.standard_normal((samples, width))
+    return float(np.var(q @ np.ones(width) * 0 + np.sum(q * k, axis=1) / width))
+
+
+def red_v_int_seed_kw(width, samples, seed):
+    rng = np.random.default_rng(seed=seed)
+    pairs = rng.standard_normal(size=(samples, 2, width))
+    return float(np.var(np.einsum("nd,nd->n", pairs[:, 0], pairs[:, 1])))
+
+
+# ---------------- 19.3
+def red_r_two_terms(weights, grad_weights):
+    return weights * grad_weights - weights * np.sum(weights * grad_weights, axis=-1, keepdims=True)
+
+
+def red_r_einsum_newaxis(weights, grad_weights):
+    dot = np.einsum("...i,...i->...", weights, grad_weights)[..., np.newaxis]
+    return weights * (grad_weights - dot)
+
+
+def red_r_diagflat_loop(weights, grad_weights):  # WRONG beyond 2-D
+    out = np.zeros_like(weights)
+    for i, (w, g) in enumerate(
+        zip(np.atleast_2d(weights), np.atleast_2d(grad_weights), strict=True)
+    ):
+        J = np.diagflat(w) - np.outer(w, w)
+        out[i] = J @ g
+    return out
+
+
+def red_r_colon_none(weights, grad_weights):  # WRONG beyond 2-D
+    s = (grad_weights * weights).sum(axis=-1)[:, None]
+    return weights * (grad_weights - s)
+
+
+def red_r_matmul_dot(weights, grad_weights):  # WRONG: matrix product for the row dot
+    return weights * (grad_weights - weights @ grad_weights.T)
+
+
+def red_r_in_place_sum(weights, grad_weights):
+    grad = weights * grad_weights
+    grad -= weights * grad.sum(axis=-1, keepdims=True)
+    return grad
+
+
+def red_r_negated(weights, grad_weights):  # WRONG
+    return weights * (np.sum(weights * grad_weights, axis=-1, keepdims=True) - grad_weights)
+
+
+def red_r_forgot_grad(weights, grad_weights):  # WRONG
+    return weights - weights * np.sum(weights * grad_weights, axis=-1, keepdims=True)
+
+
+def red_r_full_jacobian_einsum(weights, grad_weights):
+    J = np.einsum("...i,ij->...ij", weights, np.eye(weights.shape[-1])) - np.einsum(
+        "...i,...j->...ij", weights, weights
+    )
+    return np.einsum("...ij,...j->...i", J, grad_weights)
+
+
+def red_r_dot_1d(weights, grad_weights):  # WRONG beyond 1-D
+    return weights * (grad_weights - np.dot(grad_weights, weights))
+
+
+def red_r_softmax_of_grad(weights, grad_weights):  # WRONG: nonsense
+    e = np.exp(grad_weights)
+    return e / e.sum(-1, keepdims=True)
+
+
+# ---------------- 19.4 pairs (forward, backward)
+def red_sm(scores, axis=-1):
+    m = np.max(scores, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(scores - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return e / np.where(s == 0, 1, s)
+
+
+def red_bw(grad_output, cache):
+    Q, K, V, A, c = cache
+    gV = np.swapaxes(A, -1, -2) @ grad_output
+    gA = grad_output @ np.swapaxes(V, -1, -2)
+    gS = A * (gA - np.sum(gA * A, axis=-1, keepdims=True))
+    return gS @ K * c, np.swapaxes(gS, -1, -2) @ Q * c, gV
+
+
+def red_f_finite_fill(Q, K, V, mask=None):  # WRONG: -1e30 fill, no max shift
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    if mask is not None:
+        S = np.where(mask, S, -1e30)
+    e = np.exp(S)
+    A = e / e.sum(-1, keepdims=True)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_f_eq_false(Q, K, V, mask=None):
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    if mask is not None:
+        S = np.where(mask == False, -np.inf, S)  # noqa: E712
+    A = red_sm(S)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_f_float_mask(Q, K, V, mask=None):  # WRONG: -1e9 through a float mask
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    if mask is not None:
+        m = mask.astype(float)
+        S = S * m + (1 - m) * (-1e9)
+    A = red_sm(S)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_f_dotT(Q, K, V, mask=None):  # WRONG with a batch axis
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ K.T * c
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = red_sm(S)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_b_dotT(grad_output, cache):  # WRONG with a batch axis
+    Q, K, V, A, c = cache
+    gA = grad_output @ V.T
+    gS = A * (gA - np.sum(gA * A, axis=-1, keepdims=True))
+    return gS @ K * c, gS.T @ Q * c, A.T @ grad_output
+
+
+def red_f_nan_to_num(Q, K, V, mask=None):
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = np.max(S, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(S - m)
+        A = np.nan_to_num(e / e.sum(-1, keepdims=True))
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_b_where_mask_unconditional(grad_output, cache):  # WRONG for mask=None
+    Q, K, V, A, c, mask = cache
+    gV = np.swapaxes(A, -1, -2) @ grad_output
+    gA = grad_output @ np.swapaxes(V, -1, -2)
+    gS = np.where(mask, A * (gA - np.sum(gA * A, -1, keepdims=True)), 0.0)
+    return gS @ K * c, np.swapaxes(gS, -1, -2) @ Q * c, gV
+
+
+def red_f_keeps_mask(Q, K, V, mask=None):
+    out, cache = red_f_eq_false(Q, K, V, mask)
+    return out, (*cache, mask)
+
+
+def red_f_shape1(Q, K, V, mask=None):  # WRONG with a batch axis: Q.shape[1]
+    c = 1 / np.sqrt(Q.shape[1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = red_sm(S)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_f_transpose_3axes(Q, K, V, mask=None):  # WRONG without a batch axis
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.transpose(K, (0, 2, 1)) * c
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = red_sm(S)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_b_list(grad_output, cache):
+    return list(red_bw(grad_output, cache))
+
+
+def red_b_scale_twice(grad_output, cache):  # WRONG: the scale applied twice in backward
+    scale = cache[4]
+    gQ, gK, gV = red_bw(grad_output, cache)
+    return gQ * scale, gK * scale, gV
+
+
+def red_f_logsumexp(Q, K, V, mask=None):
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = np.max(S, -1, keepdims=True)
+    m = np.where(np.isinf(m), 0, m)
+    lse = m + np.log(np.sum(np.exp(S - m), -1, keepdims=True))
+    A = np.where(np.isinf(lse), 0, np.exp(S - np.where(np.isinf(lse), 0, lse)))
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_b_grad_weights_no_T(grad_output, cache):  # WRONG: dA = dO V (no transpose)
+    Q, K, V, A, c = cache
+    gA = grad_output @ V
+    gS = A * (gA - np.sum(gA * A, -1, keepdims=True))
+    return gS @ K * c, np.swapaxes(gS, -1, -2) @ Q * c, np.swapaxes(A, -1, -2) @ grad_output
+
+
+def red_f_mask_plus_tril(Q, K, V, mask=None):  # WRONG: builds its own causal mask as well
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    own = np.tril(np.ones(S.shape[-2:], dtype=bool))
+    S = np.where(own if mask is None else mask & own, S, -np.inf)
+    A = red_sm(S)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_f_out_float32(Q, K, V, mask=None):
+    out, cache = red_f_eq_false(
+        Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32), mask
+    )
+    return out, cache
+
+
+# ---------------- 19.4 (c)
+def red_c_nditer(f, X, h=None):
+    h = h if h is not None else 1e-6
+    grad = np.zeros_like(X)
+    it = np.nditer(X, flags=["multi_index"], op_flags=["readwrite"])
+    while not it.finished:
+        i = it.multi_index
+        old = X[i]
+        X[i] = old + h
+        fp = f(X)
+        X[i] = old - h
+        fm = f(X)
+        X[i] = old
+        grad[i] = (fp - fm) / (2 * h)
+        it.iternext()
+    return grad
+
+
+def red_c_onehot(f, X, h=1e-5):
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[i] = 1
+        grad[i] = (f(X + h * e) - f(X - h * e)) / (2 * h)
+    return grad
+
+
+def red_c_h_or(f, X, h=None):
+    h = h or 1e-4
+    return red_c_onehot(f, X, h)
+
+
+def red_c_precedence(f, X, h=1e-6):  # WRONG: / 2 * h
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[i] = h
+        grad[i] = (f(X + e) - f(X - e)) / 2 * h
+    return grad
+
+
+def red_c_no_h(f, X, h=1e-6):  # WRONG: forgot to divide by h
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[i] = h
+        grad[i] = (f(X + e) - f(X - e)) / 2
+    return grad
+
+
+def red_c_relative_step(f, X, h=1e-6):  # WRONG by the statement: a step scaled by |x|
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        step = h * max(1.0, abs(X[i]))
+        e = np.zeros_like(X)
+        e[i] = step
+        grad[i] = (f(X + e) - f(X - e)) / (2 * step)
+    return grad
+
+
+def red_c_copy_first(f, X, h=1e-6):
+    X = X.copy()
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        X[i] += h
+        a = f(X)
+        X[i] -= 2 * h
+        b = f(X)
+        X[i] += h
+        grad[i] = (a - b) / (2 * h)
+    return grad
+
+
+def red_c_int_zeros(f, X, h=1e-6):  # WRONG: np.zeros(X.shape, dtype=int)
+    grad = np.zeros(X.shape, dtype=int)
+    for i in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[i] = h
+        grad[i] = (f(X + e) - f(X - e)) / (2 * h)
+    return grad
+
+
+def red_c_only_plus_twice(f, X, h=1e-6):  # WRONG: X[i] += h, f, X[i] -= h, f -> forward/2
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        X[i] += h
+        a = f(X)
+        X[i] -= h
+        b = f(X)
+        grad[i] = (a - b) / (2 * h)
+    return grad
+
+
+def red_c_ravel_loop(f, X, h=1e-6):
+    flat = X.reshape(-1)
+    grad = np.zeros(flat.size)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + h
+        a = f(X)
+        flat[i] = old - h
+        b = f(X)
+        flat[i] = old
+        grad[i] = (a - b) / (2 * h)
+    return grad.reshape(X.shape)
+
+
+def red_c_returns_list(f, X, h=1e-6):
+    return red_c_onehot(f, X, h).tolist()
+
+
+def red_ge_norm_over_n(central):
+    def gradient_errors(forward, backward, Q, K, V, mask, grad_output):
+        _, cache = forward(Q, K, V, mask)
+        grads = backward(grad_output, cache)
+        out = []
+        for j, X in enumerate((Q, K, V)):
+
+            def loss(Y, j=j):
+                args = [Q, K, V]
+                args[j] = Y
+                return float(np.sum(grad_output * forward(*args, mask)[0]))
+
+            n = central(loss, X.copy())
+            out.append(float(np.linalg.norm(grads[j] - n) / np.linalg.norm(n)))
+        return tuple(out)
+
+    return gradient_errors
+
+
+def red_ge_allclose(forward, backward, Q, K, V, mask, grad_output):  # WRONG: booleans
+    _, cache = forward(Q, K, V, mask)
+    grads = backward(grad_output, cache)
+    out = []
+    for j, X in enumerate((Q, K, V)):
+
+        def loss(Y, j=j):
+            args = [Q, K, V]
+            args[j] = Y
+            return float(np.sum(grad_output * forward(*args, mask)[0]))
+
+        out.append(np.allclose(grads[j], red_c_nditer(loss, X.copy())))
+    return tuple(out)
+
+
+def red_ge_no_copy_nudges_inputs(forward, backward, Q, K, V, mask, grad_output):  # right: restores
+    _, cache = forward(Q, K, V, mask)
+    grads = backward(grad_output, cache)
+    out = []
+    for j, X in enumerate((Q, K, V)):
+
+        def loss(Y, j=j):
+            args = [Q, K, V]
+            args[j] = Y
+            return float(np.sum(grad_output * forward(*args, mask)[0]))
+
+        n = red_c_nditer(loss, X)  # nudges the caller's array, but puts every entry back
+        out.append(
+            float(np.linalg.norm(grads[j] - n) / (np.linalg.norm(grads[j]) + np.linalg.norm(n)))
+        )
+    return tuple(out)
+
+
+def red_ge_mean_abs(
+    forward, backward, Q, K, V, mask, grad_output
+):  # WRONG: mean absolute difference
+    _, cache = forward(Q, K, V, mask)
+    grads = backward(grad_output, cache)
+    out = []
+    for j, X in enumerate((Q, K, V)):
+
+        def loss(Y, j=j):
+            args = [Q, K, V]
+            args[j] = Y
+            return float(np.sum(grad_output * forward(*args, mask)[0]))
+
+        out.append(float(np.mean(np.abs(grads[j] - red_c_nditer(loss, X.copy())))))
+    return tuple(out)
+
+
+def red_v_one_product_times_width(width, samples, seed):  # WRONG
+    rng = np.random.default_rng(seed)
+    return float(np.var(width * rng.standard_normal(samples) * rng.standard_normal(samples)))
+
+
+def red_v_ddof_by_hand(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    d = (rng.standard_normal((samples, width)) * rng.standard_normal((samples, width))).sum(1)
+    return float(((d - d.mean()) ** 2).sum() / (samples - 1))
+
+
+def red_r_sum_all(weights, grad_weights):  # WRONG: the row term over every axis
+    return weights * (grad_weights - np.sum(grad_weights * weights))
+
+
+def red_r_factor_swapped(weights, grad_weights):  # WRONG
+    return grad_weights * (weights - np.sum(grad_weights * weights, axis=-1, keepdims=True))
+
+
+def red_f_scale_after_softmax(Q, K, V, mask=None):  # WRONG
+    S = Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = red_sm(S) / math.sqrt(Q.shape[-1])
+    return A @ V, (Q, K, V, A, 1.0)
+
+
+def red_b_divide_by_scale(grad_output, cache):  # WRONG
+    Q, K, V, A, c = cache
+    gV = np.swapaxes(A, -1, -2) @ grad_output
+    gA = grad_output @ np.swapaxes(V, -1, -2)
+    gS = A * (gA - np.sum(gA * A, -1, keepdims=True))
+    return gS @ K / c, np.swapaxes(gS, -1, -2) @ Q / c, gV
+
+
+def red_b_grad_V_order(grad_output, cache):  # WRONG: grad_output @ weights
+    gQ, gK, _ = red_bw(grad_output, cache)
+    return gQ, gK, grad_output @ cache[3]
+
+
+def red_f_global_max_before_mask(Q, K, V, mask=None):  # WRONG: max over all scores before masking
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * c
+    m = np.max(S, axis=-1, keepdims=True)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    e = np.exp(S - m)
+    s = e.sum(-1, keepdims=True)
+    A = e / np.where(s == 0, 1, s)
+    return A @ V, (Q, K, V, A, c)
+
+
+def red_c_aliased(f, X, h=1e-6):  # WRONG: X_plus = X makes no copy
+    grad = np.zeros_like(X)
+    for i in np.ndindex(X.shape):
+        X_plus = X
+        X_plus[i] += h
+        X_minus = X
+        X_minus[i] -= h
+        grad[i] = (f(X_plus) - f(X_minus)) / (2 * h)
+    return grad
+
+
+def red_c_returns_tuple_per_row(f, X, h=1e-6):  # WRONG: returns a flat list for N-d X
+    return [red_c_onehot(f, X, h).ravel()[i] for i in range(X.size)]
+
+
+def red_ge_swapped_order(forward, backward, Q, K, V, mask, grad_output):  # WRONG: (V, K, Q)
+    e = red_ge_no_copy_nudges_inputs(forward, backward, Q, K, V, mask, grad_output)
+    return e[::-1]
+
+
+def red_ge_max_rel(forward, backward, Q, K, V, mask, grad_output):
+    _, cache = forward(Q, K, V, mask)
+    grads = backward(grad_output, cache)
+    out = []
+    for j, X in enumerate((Q, K, V)):
+
+        def loss(Y, j=j):
+            args = [Q, K, V]
+            args[j] = Y
+            return float(np.sum(grad_output * forward(*args, mask)[0]))
+
+        n = red_c_onehot(loss, X)
+        out.append(float(np.abs(grads[j] - n).max() / np.abs(n).max()))
+    return tuple(out)
+
+
+def red_ge_loss_sum_of_squares(forward, backward, Q, K, V, mask, grad_output):  # WRONG loss
+    _, cache = forward(Q, K, V, mask)
+    grads = backward(grad_output, cache)
+    out = []
+    for j, X in enumerate((Q, K, V)):
+
+        def loss(Y, j=j):
+            args = [Q, K, V]
+            args[j] = Y
+            return float(0.5 * np.sum(forward(*args, mask)[0] ** 2))
+
+        n = red_c_onehot(loss, X)
+        out.append(
+            float(np.linalg.norm(grads[j] - n) / (np.linalg.norm(grads[j]) + np.linalg.norm(n)))
+        )
+    return tuple(out)

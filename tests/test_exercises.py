@@ -917,6 +917,336 @@ def test_each_planted_answer_breaks_its_line(run, diagnosis):
 
 
 # --------------------------------------------------------------------------------------
+# Red team: attempts written from the statements alone, after the checkers (see the mistakes
+# file). "pass" marks an answer that is right; anything else is the diagnosis it must get.
+
+CATCH_ALL = {"wrong_estimate", "wrong_gradient", "wrong_output", "unreadable_answer", "raised"}
+RED_TEAM = [
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_einsum_ddof, **FAST),
+        "pass",
+        id="19.2 v_einsum_ddof",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_loop_dot, **FAST), "pass", id="19.2 v_loop_dot"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_legacy, **FAST), "pass", id="19.2 v_legacy"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_transposed_layout, **FAST),
+        "pass",
+        id="19.2 v_transposed_layout",
+    ),
+    pytest.param(lambda: check_exercise_19_2(student.red_v_cov, **FAST), "pass", id="19.2 v_cov"),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_normalised, **FAST),
+        "divided_by_sqrt_d_k",
+        id="19.2 v_normalised",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_squared_norm, **FAST),
+        "same_vectors",
+        id="19.2 v_squared_norm",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_seed_plus_width, **FAST),
+        "pass",
+        id="19.2 v_seed_plus_width",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_std_squared, **FAST),
+        "pass",
+        id="19.2 v_std_squared",
+    ),
+    pytest.param(lambda: check_exercise_19_2(student.red_v_list, **FAST), "pass", id="19.2 v_list"),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_sample_var_of_q, **FAST),
+        "variance_of_entries",
+        id="19.2 v_sample_var_of_q",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_var_per_dim_sum, **FAST),
+        "variances_summed",
+        id="19.2 v_var_per_dim_sum",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_mean_sq_minus, **FAST),
+        "pass",
+        id="19.2 v_mean_sq_minus",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_scaled_by_dk, **FAST),
+        "divided_by_d_k",
+        id="19.2 v_scaled_by_dk",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_int_seed_kw, **FAST),
+        "pass",
+        id="19.2 v_int_seed_kw",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_two_terms), "pass", id="19.3 r_two_terms"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_einsum_newaxis),
+        "pass",
+        id="19.3 r_einsum_newaxis",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_diagflat_loop),
+        "only_2d",
+        id="19.3 r_diagflat_loop",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_colon_none), "only_2d", id="19.3 r_colon_none"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_matmul_dot),
+        "row_term_matmul",
+        id="19.3 r_matmul_dot",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_in_place_sum), "pass", id="19.3 r_in_place_sum"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_negated),
+        "scaled_by_constant",
+        id="19.3 r_negated",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_forgot_grad),
+        "grad_weights_missing",
+        id="19.3 r_forgot_grad",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_full_jacobian_einsum),
+        "pass",
+        id="19.3 r_full_jacobian_einsum",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_dot_1d), "row_term_matmul", id="19.3 r_dot_1d"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_softmax_of_grad),
+        "wrong_gradient",
+        id="19.3 r_softmax_of_grad",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_finite_fill, student.red_bw),
+        "no_max_subtraction",
+        id="19.4 finite_fill",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_bw),
+        "pass",
+        id="19.4 eq_false",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_float_mask, student.red_bw),
+        "masked_row_uniform",
+        id="19.4 float_mask",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_dotT, student.red_bw),
+        "batch_axes",
+        id="19.4 dotT_forward",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_b_dotT),
+        "batch_axes",
+        id="19.4 dotT_backward",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_nan_to_num, student.red_bw),
+        "pass",
+        id="19.4 nan_to_num",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(
+            student.red_f_keeps_mask, student.red_b_where_mask_unconditional
+        ),
+        "mask_none_fails",
+        id="19.4 where_mask_unconditional",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_shape1, student.red_bw),
+        "scaled_by_sqrt_T",
+        id="19.4 shape1",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_transpose_3axes, student.red_bw),
+        "transpose_axes_fixed",
+        id="19.4 transpose_3axes",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_b_list),
+        "pass",
+        id="19.4 backward_list",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_b_scale_twice),
+        "gradient_off_by_factor",
+        id="19.4 scale_twice",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_logsumexp, student.red_bw),
+        "pass",
+        id="19.4 logsumexp",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_b_grad_weights_no_T),
+        "matmul_shapes",
+        id="19.4 grad_weights_no_T",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_mask_plus_tril, student.red_bw),
+        "mask_replaced",
+        id="19.4 mask_plus_tril",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_out_float32, student.red_bw),
+        "pass",
+        id="19.4 out_float32",
+    ),
+    pytest.param(lambda: check_exercise_19_4c(student.red_c_nditer), "pass", id="19.4c c_nditer"),
+    pytest.param(lambda: check_exercise_19_4c(student.red_c_onehot), "pass", id="19.4c c_onehot"),
+    pytest.param(lambda: check_exercise_19_4c(student.red_c_h_or), "pass", id="19.4c c_h_or"),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_precedence),
+        "operator_precedence",
+        id="19.4c c_precedence",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_no_h), "not_divided_by_h", id="19.4c c_no_h"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_relative_step),
+        "uneven_step",
+        id="19.4c c_relative_step",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_copy_first), "pass", id="19.4c c_copy_first"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_int_zeros),
+        "integer_result",
+        id="19.4c c_int_zeros",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_only_plus_twice),
+        "one_sided",
+        id="19.4c c_only_plus_twice",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_ravel_loop), "pass", id="19.4c c_ravel_loop"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_returns_list), "pass", id="19.4c c_returns_list"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(
+            student.red_c_nditer, student.red_ge_norm_over_n(student.red_c_nditer)
+        ),
+        "pass",
+        id="19.4c ge_norm_over_n",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_allclose),
+        "returns_verdicts",
+        id="19.4c ge_allclose",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_no_copy_nudges_inputs),
+        "pass",
+        id="19.4c ge_no_copy",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_mean_abs),
+        "not_relative",
+        id="19.4c ge_mean_abs",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_one_product_times_width, **FAST),
+        "one_product_scaled",
+        id="19.2 v_one_product_times_width",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_ddof_by_hand, **FAST),
+        "pass",
+        id="19.2 v_ddof_by_hand",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_sum_all), "row_term_all_axes", id="19.3 r_sum_all"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red_r_factor_swapped),
+        "factors_swapped",
+        id="19.3 r_factor_swapped",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_scale_after_softmax, student.red_bw),
+        "scaled_after_softmax",
+        id="19.4 scale_after_softmax",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_b_divide_by_scale),
+        "gradient_off_by_factor",
+        id="19.4 divide_by_scale",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_eq_false, student.red_b_grad_V_order),
+        "matmul_shapes",
+        id="19.4 grad_V_order",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(student.red_f_global_max_before_mask, student.red_bw),
+        "blocked_score_underflow",
+        id="19.4 global_max_before_mask",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_aliased), "aliased_copies", id="19.4c c_aliased"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_returns_tuple_per_row),
+        "wrong_shape",
+        id="19.4c c_flat_list",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_swapped_order),
+        "errors_wrong_order",
+        id="19.4c ge_swapped_order",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_max_rel),
+        "pass",
+        id="19.4c ge_max_rel",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_loss_sum_of_squares),
+        "rejects_correct_backward",
+        id="19.4c ge_sum_of_squares",
+    ),
+]
+
+
+@pytest.mark.parametrize(("run", "verdict"), RED_TEAM)
+def test_red_team_attempts_get_their_verdict(run, verdict):
+    report = run()
+    if verdict == "pass":
+        assert report.passed, str(report)
+    else:
+        assert report.diagnoses == (verdict,), str(report)
+
+
+def test_red_team_tally_meets_the_issue_targets():
+    """0 wrong passed, 0 right rejected (the table's verdicts), at most 15% catch-alls."""
+    wrong = [verdict for _, verdict in (param.values for param in RED_TEAM) if verdict != "pass"]
+    assert len(wrong) >= 30
+    assert sum(verdict in CATCH_ALL for verdict in wrong) <= 0.15 * len(wrong)
+
+
+# --------------------------------------------------------------------------------------
 # The report itself
 
 

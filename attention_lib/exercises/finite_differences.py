@@ -183,6 +183,14 @@ def _structure_finding(calls, X, label):
     for offset, entries in zip(offsets, moved, strict=True):
         if entries.size == 1:
             signs.setdefault(int(entries[0]), set()).add(np.sign(offset.flat[entries[0]]))
+    if not signs:
+        return Finding(
+            "aliased_copies",
+            f"f is only ever evaluated at X itself ({label}): every nudge is undone before f "
+            "sees it. `X_plus = X` makes no copy, so X_plus and X_minus are one array with X; "
+            "use `X.copy()`, or nudge, evaluate, and only then move on.",
+            _HINT,
+        )
     if len(signs) < X.size:
         return Finding(
             "entries_skipped",
@@ -202,18 +210,20 @@ def _structure_finding(calls, X, label):
     return None
 
 
-def _step_used(calls, X):
+def _steps_used(calls, X):
+    """The smallest and the largest nudge of an entry (round-off of x + h - x aside)."""
     offsets = [np.abs(o[o != 0]) for o in _nudges(calls, X)]
     sizes = np.concatenate([o for o in offsets if o.size == 1] or [np.zeros(1)])
-    return float(np.median(sizes))
+    return float(sizes.min()), float(sizes.max())
 
 
 def _float32(what):
     return Finding(
         "float32_arithmetic",
         f"{what}: central differences need float64. A difference of two nearly equal losses "
-        "keeps about 7 digits in float32 (eps 1.2e-7), and dividing it by 2h = 2e-6 leaves "
-        "hardly one; in float64 (eps 2.2e-16) about 10 digits survive.",
+        "keeps only the digits the losses do not share, fewer the smaller h is: float32 "
+        "(eps 1.2e-7) has about 7 to lose, hardly one left at h = 1e-6; float64 (eps 2.2e-16) "
+        "keeps about 10 there.",
         _HINT,
     )
 
@@ -269,6 +279,8 @@ def _value_models(function, X, h):
         ("sign_flipped", -central),
         ("one_sided", forward),
         ("float32_arithmetic", rounded),
+        ("not_divided_by_h", central * h),
+        ("operator_precedence", central * h * h),
     ]
 
 
@@ -279,6 +291,10 @@ _VALUE_MISTAKES = {
     "the step up minus the value after the step down.",
     "one_sided": "the difference is one-sided, `(f(X + h e_i) - f(X)) / h`: its error shrinks "
     "like h, a central one's like h². Use `(f(X + h e_i) - f(X - h e_i)) / (2 h)`.",
+    "not_divided_by_h": "the difference is divided by 2, not by 2h: a slope is a rise over a "
+    "run, and the run from X - h e_i to X + h e_i is 2h.",
+    "operator_precedence": "the difference is divided by 2 and then multiplied by h: "
+    "`(...) / 2 * h` is `((...) / 2) * h` in Python. Write `(...) / (2 * h)`.",
 }
 
 
@@ -324,11 +340,31 @@ def _check_one(student, central_difference, name, function, X, reference, h):
     structure = _structure_finding(recorder.calls, X, label)
     if structure is not None:
         raise Stop(structure)
-    step = _step_used(recorder.calls, X)
+    smallest, step = _steps_used(recorder.calls, X)
     _restored(given, X, step, student, label)
     result = as_result(value, f"central_difference(f, X) {label}", X.shape)
+    if result.dtype.kind in "iu":
+        raise Stop(
+            Finding(
+                "integer_result",
+                f"central_difference returns {result.dtype} ({label}): the gradient array was "
+                "made with an integer dtype (`np.zeros(X.shape, dtype=int)`?), so every entry is "
+                "cut to a whole number as it is stored. Make it float64: `np.zeros(X.shape)`.",
+                _HINT,
+            )
+        )
     if result.dtype != np.float64:
         raise Stop(_float32(f"central_difference returns {result.dtype} ({label})"))
+    if not math.isclose(smallest, step, rel_tol=1e-3):
+        raise Stop(
+            Finding(
+                "uneven_step",
+                f"central_difference moves the entries by different amounts, from "
+                f"{smallest:.2g} to {step:.2g} ({label}): move every entry by the same h "
+                "(a step scaled by |x| is another method, not the one asked for here).",
+                _HINT,
+            )
+        )
     if h is not None and not math.isclose(step, h, rel_tol=1e-3):
         raise Stop(
             Finding(
@@ -461,6 +497,18 @@ def _errors(student, gradient_errors, backward, label, scale=1.0):
     )
     if isinstance(value, dict) and set(value) == set("QKV"):
         value = [value[key] for key in "QKV"]
+    if isinstance(value, tuple | list | np.ndarray) and any(
+        isinstance(item, bool | np.bool_) for item in np.asarray(value, dtype=object).reshape(-1)
+    ):
+        raise Stop(
+            Finding(
+                "returns_verdicts",
+                f"gradient_errors {label} returns True/False verdicts (np.allclose?), not the "
+                "relative errors: return the three numbers, and compare them with a tolerance "
+                "where you judge them.",
+                _HINT,
+            )
+        )
     try:
         errors = np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -501,6 +549,17 @@ def _check_gradient_errors(student, gradient_errors):
             )
         )
     wrong = _errors(student, gradient_errors, planted, "for the planted sign error")
+    if wrong[0] < FLOAT64_TOLERANCE and min(wrong[1:]) > _CAUGHT:
+        raise Stop(
+            Finding(
+                "errors_wrong_order",
+                "gradient_errors returns its errors in another order: for the planted sign "
+                f"error it gives {', '.join(f'{e:.2g}' for e in wrong)}, but grad_V is the one "
+                "gradient it gets right. Return (error of grad_Q, of grad_K, of grad_V), in the "
+                "order backward returns them.",
+                _HINT,
+            )
+        )
     if np.any(wrong[:2] <= _CAUGHT) or wrong[2] >= FLOAT64_TOLERANCE:
         raise Stop(
             Finding(

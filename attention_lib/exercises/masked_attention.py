@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -219,6 +220,7 @@ def forward_models(Q, K, V, mask):
         ("softmax_wrong_axis", _softmax_any_axis(scaled, full, -2) * mask @ V),
         ("softmax_whole_matrix", whole @ V),
         ("row_max_wrong_axis", row_max_wrong_axis @ V),
+        ("scaled_after_softmax", masked_softmax(raw, mask) @ V / math.sqrt(Q.shape[-1])),
     ]
     if not given:
         return models
@@ -261,6 +263,9 @@ _FORWARD_MISTAKES = {
     "scaled_by_sqrt_T": "the scores are divided by the square root of a sequence length "
     "(T_q or T_k) instead of sqrt(d_k): the variance of q·k grows with the width d_k, the last "
     "axis of Q and K, not with the number of positions.",
+    "scaled_after_softmax": "the scale comes after the softmax: you divide the weights (or the "
+    "output) by sqrt(d_k), so a row's weights no longer sum to 1 and the scores were never "
+    "scaled. Divide the SCORES, before the softmax: `softmax(Q Kᵀ / sqrt(d_k))`.",
     "softmax_wrong_axis": "the softmax runs over the wrong axis: the weights of each QUERY (a row, "
     "the last axis) must sum to 1, not the weights each key receives (a column).",
     "softmax_whole_matrix": "the softmax runs over the whole score matrix at once, so all the "
@@ -372,7 +377,7 @@ class _Pair:
         Q, K, V = (array.copy() for array in (p.Q, p.K, p.V))
         mask = None if p.mask is None else p.mask.copy()
         self.student.hand_out("forward", Q=Q, K=K, V=V, mask=mask)
-        return self.student.call(self.forward, "forward", Q, K, V, mask=mask, label=p.label)
+        return self._call(self.forward, "forward", Q, K, V, mask=mask, label=p.label)
 
     def output(self, p, result):
         require_tuple(result, 2, "forward should return the pair (output, cache)")
@@ -383,7 +388,7 @@ class _Pair:
     def run_backward(self, p, cache):
         grad_output = p.grad_output.copy()
         self.student.hand_out("backward", grad_output=grad_output)
-        result = self.student.call(self.backward, "backward", grad_output, cache, label=p.label)
+        result = self._call(self.backward, "backward", grad_output, cache, label=p.label)
         require_tuple(result, 3, "backward should return the triple (grad_Q, grad_K, grad_V)")
         shapes = [shape_of(value) for value in result]
         expected = [array.shape for array in (p.Q, p.K, p.V)]
@@ -395,28 +400,68 @@ class _Pair:
             for name, value, want, shape in zip(_GRAD_NAMES, result, expected, shapes, strict=True)
         )
 
+    def _call(self, function, name, *args, **kwargs):
+        try:
+            return self.student.call(function, name, *args, **kwargs)
+        except Stop as stop:
+            raise _explain_raise(stop) from None
+
     def both(self, p):
         output, cache = self.output(p, self.run_forward(p))
         return output, self.run_backward(p, cache)
 
 
-def _wrong_output(output, p, tol, batch_hint=""):
+# The products of the two passes and their shapes, for a student whose product does not fit.
+_PRODUCTS = (
+    "The products and their shapes: scores = Q Kᵀ, (T_q, d_k)(d_k, T_k); output = A V, "
+    "(T_q, T_k)(T_k, d_v); grad_V = Aᵀ grad_O, (T_k, T_q)(T_q, d_v); grad_A = grad_O Vᵀ, "
+    "(T_q, d_v)(d_v, T_k); grad_Q = grad_S K, (T_q, T_k)(T_k, d_k); grad_K = grad_Sᵀ Q, "
+    "(T_k, T_q)(T_q, d_k). A transpose is missing or one too many in the line above."
+)
+_FIXED_AXES = re.compile(r"transpose\([^()]*\(\s*0\s*,|transpose\(\s*0\s*,|permute\(")
+
+
+def _explain_raise(stop):
+    """A student's exception named when its kind says what went wrong, else as it is."""
+    finding, error = stop.findings[0], stop.error
+    if not isinstance(error, ValueError):
+        return stop
+    if "axes don't match" in str(error) and _FIXED_AXES.search(finding.message):
+        return Stop(
+            Finding(
+                "transpose_axes_fixed",
+                f"{finding.message}\n`np.transpose` with a list of axes, such as (0, 2, 1), "
+                "needs exactly that many axes, so it fails without a batch axis (or with two). "
+                "`np.swapaxes(K, -1, -2)` swaps the last two axes whatever comes before them.",
+                _HINT_FORWARD,
+            ),
+            error=error,
+        )
+    if "matmul" in str(error) or "not aligned" in str(error):
+        return Stop(
+            Finding("matmul_shapes", f"{finding.message}\n{_PRODUCTS}", _HINT_BACKWARD),
+            error=error,
+        )
+    return stop
+
+
+def _wrong_output(output, p, tol):
     mask = p.mask
     mistake = first_match(output, forward_models(p.Q, p.K, p.V, mask), tol)
+    own = causal_mask(p.Q.shape[-2], p.K.shape[-2])
     if mistake is None and mask is not None:
-        if p.Q.shape[-2] <= p.K.shape[-2] and matches(
-            output, attention_forward(p.Q, p.K, p.V, causal_mask(p.Q.shape[-2], p.K.shape[-2])), tol
+        if any(
+            matches(output, attention_forward(p.Q, p.K, p.V, m), tol) for m in (own, mask & own)
         ):
             return Finding(
                 "mask_replaced",
-                f"forward {p.label} does not apply the mask it is given: its output is that of a "
-                "causal mask of its own. Apply exactly the mask passed in (True = may read).",
+                f"forward {p.label} does not apply exactly the mask it is given: its output is "
+                "that of a causal mask of its own, instead of the mask passed in or on top of "
+                "it. Apply exactly the mask passed in (True = may read), and nothing else.",
                 _HINT_MASK,
             )
     if mistake is None and mask is None:
-        if matches(
-            output, attention_forward(p.Q, p.K, p.V, causal_mask(p.Q.shape[-2], p.K.shape[-2])), tol
-        ):
+        if matches(output, attention_forward(p.Q, p.K, p.V, own), tol):
             return Finding(
                 "none_became_causal",
                 "with mask=None your forward applies a causal mask: no mask means that every "
@@ -426,10 +471,7 @@ def _wrong_output(output, p, tol, batch_hint=""):
             )
     if mistake is not None:
         hint = _HINT_MASK if mistake.startswith("mask") else _HINT_FORWARD
-        message = _FORWARD_MISTAKES[mistake] + (f" ({p.label})" if p.label else "")
-        if mistake == "softmax_wrong_axis" and batch_hint:
-            message += " " + batch_hint
-        return Finding(mistake, message, hint)
+        return Finding(mistake, _FORWARD_MISTAKES[mistake] + f" ({p.label})", hint)
     scale = _fitted_scale(output, p.Q, p.K, p.V, mask, tol)
     if scale is not None:
         return Finding(
@@ -757,9 +799,14 @@ def _check_shapes(pair):
         if relative_error(output, p.output) >= tol:
             if name == "no_mask" and not np.all(np.isfinite(output)):
                 raise Stop(_none_fails(f"the output of forward {p.label} holds NaN"))
-            hint = _batch_hint(pair, p) if batched else ""
-            raise Stop(_wrong_output(output, p, tol, hint))
-        _check_gradients(grads, p, max(tol, tolerance(*grads)))
+            finding = _wrong_output(output, p, tol)
+            raise Stop(_in_batch(pair, p, finding) if batched else finding)
+        try:
+            _check_gradients(grads, p, max(tol, tolerance(*grads)))
+        except Stop as stop:
+            if name == "no_mask" and not all(np.any(grad) for grad in grads):
+                raise Stop(_none_fails(f"backward {p.label} returns all-zero gradients")) from None
+            raise (Stop(_in_batch(pair, p, stop.findings[0])) if batched else stop) from None
         _require_exact_zeros(output, grads, p)
 
 
@@ -767,19 +814,44 @@ def _none_fails(what):
     return Finding(
         "mask_none_fails",
         f"{what}. No mask means that every query may read every key: handle `mask is None` "
-        "(for example `if mask is not None:` around the blocking), do not use None as a mask.",
+        "(for example `if mask is not None:` around the blocking) and do not use None as a "
+        "mask; `np.where(None, a, b)` takes None for False and gives b everywhere.",
         _HINT_MASK,
     )
 
 
-def _batch_hint(pair, p):
+_SCALE_MISTAKES = (
+    "no_scaling",
+    "scaled_by_d_k",
+    "scaled_by_sqrt_d_v",
+    "scaled_by_sqrt_T",
+    "wrong_scale",
+)
+
+
+def _in_batch(pair, p, finding):
+    """A finding made only with a batch axis, with what a batch axis changes."""
     line = pair.student.axis_reversing_line(lambda: pair.both(p))
     if line is not None:
-        return _reverses_axes(line, p)
-    return (
-        "With a leading batch axis, use axis=-1 for the rows (axis=1 is the last axis only for "
-        "2-D input)."
-    )
+        return Finding("batch_axes", f"{finding.message}\n{_reverses_axes(line, p)}", _HINT_FORWARD)
+    if finding.diagnosis in _SCALE_MISTAKES:
+        extra = (
+            "With a leading batch axis, d_k is Q.shape[-1]: Q.shape[1] is the sequence length "
+            "there."
+        )
+    else:
+        extra = (
+            "With a leading batch axis, use axis=-1 for the rows and np.swapaxes(x, -1, -2) "
+            "for transposes (axis=1 is the last axis only for 2-D input)."
+        )
+    if finding.diagnosis in ("wrong_output", "wrong_gradient"):
+        return Finding(
+            "batch_axis_fails",
+            f"{finding.message}\nYour pair is right without a batch axis but not {p.label}. "
+            + extra,
+            finding.hint,
+        )
+    return finding._replace(message=f"{finding.message} {extra}")
 
 
 def _reverses_axes(line, p):
@@ -793,8 +865,9 @@ def _reverses_axes(line, p):
 
 def _batch_failure(pair, p, stop):
     finding = stop.findings[0]
-    if finding.diagnosis not in ("raised", "wrong_shape"):
+    if finding.diagnosis not in ("raised", "wrong_shape", "matmul_shapes"):
         return stop
+    finding = finding._replace(message=finding.message.replace(f"\n{_PRODUCTS}", ""))
     line = pair.student.axis_reversing_line(lambda: pair.both(p))
     if line is not None:
         return Stop(
@@ -805,7 +878,8 @@ def _batch_failure(pair, p, stop):
             Finding(
                 "mask_not_broadcast",
                 f"{finding.message}\nA boolean index (`scores[~mask] = ...`) needs the mask's "
-                f"full shape, but a mask only broadcasts to the scores ({p.label}). Use "
+                "full shape, but a mask only broadcasts to the scores: here the mask has shape "
+                f"{p.mask.shape} and the scores {p.output.shape[:-1] + p.K.shape[-2:-1]}. Use "
                 "`np.where(mask, scores, -np.inf)`, which broadcasts.",
                 _HINT_MASK,
             )

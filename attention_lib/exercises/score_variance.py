@@ -126,11 +126,16 @@ SCATTER_BAND = (
     chi_square_quantile(TAIL_BUDGET, _DOF) / _DOF,
     chi_square_quantile(TAIL_BUDGET, _DOF, upper=True) / _DOF,
 )
-_PROBES_TEXT = f"{SCATTER_SEEDS} seeds each at " + ", ".join(
-    f"d_k = {width} with {samples:,} samples" for width, samples in SCATTER_PROBES
+_COUNTS_BY_WIDTH = {
+    width: sorted(count for other, count in SCATTER_PROBES if other == width)
+    for width, _ in SCATTER_PROBES
+}
+_PROBES_TEXT = f"{SCATTER_SEEDS} seeds each at " + " and at ".join(
+    f"d_k = {width} with {' and '.join(f'{count:,}' for count in counts)} samples"
+    for width, counts in _COUNTS_BY_WIDTH.items()
 )
 # The two mistakes whose estimates are about 1 at every width; only the scatter differs.
-_ONE_AT_EVERY_WIDTH = ("divided_by_sqrt_d_k", "products_not_summed")
+_ONE_AT_EVERY_WIDTH = ("divided_by_sqrt_d_k", "products_not_summed", "variance_of_entries")
 
 
 def _estimate(student, estimate, width, samples, seed):
@@ -167,10 +172,12 @@ def _mean_models(width, samples):
         ("std_instead_of_variance", np.sqrt(width), error / (2 * np.sqrt(width))),
         ("divided_by_d_k", 1 / width, error / width**2),
         ("products_not_summed", 1.0, np.sqrt(8 / (samples * width))),
+        ("variance_of_entries", 1.0, np.sqrt(2 / (samples * width))),
         ("divided_by_sqrt_d_k", 1.0, error / width),
         ("same_vectors", 2.0 * width, np.sqrt((8 * width**2 + 48 * width) / samples)),
         ("mean_instead_of_variance", 0.0, np.sqrt(width / samples)),
         ("uniform_entries", 7 * width / 144, 7 * width / 144 * 2 / np.sqrt(samples)),
+        ("one_product_scaled", width**2, width**2 * np.sqrt(8 / samples)),
         ("sum_over_wrong_axis", *wrong_axis),
     ]
 
@@ -188,6 +195,9 @@ _MISTAKES = {
     "seed as little as a variance over samples × d_k numbers does: `np.var(q * k)` is the "
     "variance of one product q_l k_l, which is 1. Sum the products over the width first (one "
     "dot product per sample: `np.sum(q * k, axis=1)`), then take the variance.",
+    "variance_of_entries": "your estimates are close to 1 at every width, and vary from seed to "
+    "seed as little as a variance over samples × d_k single entries does: you take the variance "
+    "of the entries of q (or k), not of the dot products q·k.",
     "same_vectors": "your estimates are close to 2 d_k: q and k are the same vectors, so q·k is "
     "|q|², whose variance is 2 d_k. Two generators made with the same seed give the same "
     "numbers: draw q and k from one generator, one after the other.",
@@ -196,6 +206,9 @@ _MISTAKES = {
     "uniform_entries": "your estimates are close to 7 d_k / 144: the entries are uniform on "
     "[0, 1) (rng.random?), with mean 1/2 and variance 1/12. The exercise needs standard-normal "
     "entries, mean 0 and variance 1: rng.standard_normal.",
+    "one_product_scaled": "your estimates are close to d_k²: one product q_1 k_1 multiplied by "
+    "d_k has variance d_k², but a sum of d_k independent products has variance d_k. Variances "
+    "of independent terms add; draw all d_k coordinates and sum their products.",
     "sum_over_wrong_axis": "your estimates track the sample count, not d_k: the products were "
     "summed over the samples instead of over the width (axis=0 instead of axis=1 for arrays "
     "of shape (samples, width), or arrays of shape (width, samples)).",
@@ -253,17 +266,26 @@ def _scatter_finding(ratios):
             _HINT,
         )
     if grows:
-        return _ALL_PAIRS
+        return _ALL_PAIRS if at_narrow > 3.9 else _VARIANCES_SUMMED
     more = at_narrow > 1
     return Finding(
         "too_many_samples" if more else "too_few_samples",
         f"your estimates ({probes}) vary from seed to seed as much as about "
-        f"{_round(at_narrow)} times the number of samples asked for would: the function draws "
+        f"{at_narrow:.2g} times the number of samples asked for would: the function draws "
         f"{'more' if more else 'fewer'} samples than it is asked for (how is `samples` used?).",
         _HINT,
     )
 
 
+_VARIANCES_SUMMED = Finding(
+    "variances_summed",
+    "your estimates are near d_k but vary from seed to seed far less than the variance of "
+    "`samples` dot products allows, and the less the wider the vectors: you add up the variance "
+    "of each coordinate's products (`np.var(q * k, axis=0).sum()`), which takes for granted that "
+    "the variances of independent terms add, the very step of eq. 19.2 the measurement is to "
+    "check. Take the variance of the dot products themselves: `np.var(np.sum(q * k, axis=1))`.",
+    _HINT,
+)
 _ALL_PAIRS = Finding(
     "all_pairs",
     "your estimates are near d_k but vary from seed to seed far less than `samples` "
@@ -275,8 +297,12 @@ _ALL_PAIRS = Finding(
 )
 
 
-def _all_pairs(seed_estimates):
-    """True when the first two probes scatter too little, less so the wider, around d_k."""
+def _too_precise(seed_estimates):
+    """The finding when the first two probes scatter too little, less so the wider, around d_k.
+
+    Every query with every key scatters like about (d_k / 2 + 1.5) samples per sample asked
+    for, the coordinates' variances added up like (d_k / 4 + 0.75): at d_k = 8, 5.5 and 2.75.
+    """
     ratios = _scatter_ratios(seed_estimates)
     narrow_ratio, wide_ratio = ratios.values()
     pooled_right = all(
@@ -284,11 +310,13 @@ def _all_pairs(seed_estimates):
         <= mean_z(ratios) * variance_standard_error(width, count) / np.sqrt(SCATTER_SEEDS)
         for (width, count), values in seed_estimates.items()
     )
-    return (
+    if not (
         pooled_right
         and max(narrow_ratio, wide_ratio) < SCATTER_BAND[0]
         and narrow_ratio / wide_ratio > 2.5  # the effective count per sample grows with d_k
-    )
+    ):
+        return None
+    return _ALL_PAIRS if 1 / narrow_ratio > 3.9 else _VARIANCES_SUMMED
 
 
 def _round(count):
@@ -344,8 +372,9 @@ def _findings(student, estimate, samples, widths, seed):
                 )
             )
         seed_estimates[width, count] = values
-        if len(seed_estimates) == 2 and _all_pairs(seed_estimates):
-            raise Stop(_ALL_PAIRS)
+        precise = len(seed_estimates) == 2 and _too_precise(seed_estimates)
+        if precise:
+            raise Stop(precise)
     first = SCATTER_PROBES[0]
     if _estimate(student, estimate, *first, seed + 1) != seed_estimates[first][0]:
         raise Stop(

@@ -65,6 +65,8 @@ def softmax_backward_models(weights, grad_weights):
     models = [
         ("row_term_sign", pitfalls.softmax_backward_sign_error(weights, grad_weights)),
         ("row_term_missing", weights * grad_weights),
+        ("grad_weights_missing", weights * (1 - row_dot)),
+        ("factors_swapped", grad_weights * (weights - row_dot)),
         ("weights_factor_missing", grad_weights - row_dot),
         ("row_term_mean", weights * (grad_weights - np.mean(product, axis=-1, keepdims=True))),
         (
@@ -78,12 +80,28 @@ def softmax_backward_models(weights, grad_weights):
     for axis in range(weights.ndim - 1):
         other = np.sum(product, axis=axis, keepdims=True)
         models.append(("row_term_wrong_axis", weights * (grad_weights - other)))
+    if weights.ndim > 1:  # one row: every axis is the row's
+        models.append(("row_term_all_axes", weights * (grad_weights - np.sum(product))))
     if weights.ndim >= 2 and weights.shape[-1] == weights.shape[-2]:
-        # the row sums without keepdims broadcast along the rows instead of the columns
+        # Mistakes that run only on square rows (elsewhere they fail to broadcast): the row
+        # sums without keepdims broadcast along the rows instead of the columns, and a
+        # matrix product pairs row i with every row j instead of with itself.
         models.append(
             ("missing_keepdims", weights * (grad_weights - row_dot[..., 0][..., None, :]))
         )
+        transposed = np.swapaxes(weights, -1, -2), np.swapaxes(grad_weights, -1, -2)
+        for product in (
+            weights @ transposed[1],
+            grad_weights @ transposed[0],
+            grad_weights @ weights,
+            weights @ grad_weights,
+        ):
+            models.append(("row_term_matmul", weights * (grad_weights - product)))
     return models
+
+
+# Mistakes that only a square input lets run; a 2-D one that is not square raises instead.
+_SQUARE_ONLY = ("missing_keepdims", "row_term_matmul")
 
 
 _MISTAKES = {
@@ -107,6 +125,19 @@ _MISTAKES = {
     "carry the shared denominator; together they give `A * (grad_A - rowsum(grad_A * A))`.",
     "returned_an_input": "your function returns one of its arguments unchanged (weights or "
     "grad_weights), not grad_scores.",
+    "grad_weights_missing": "the first term lacks grad_A: you compute "
+    "`A * (1 - rowsum(grad_A * A))`. eq. 19.4 is `A * (grad_A - rowsum(grad_A * A))`: each "
+    "score's own upstream gradient, minus the row's weighted average of them.",
+    "row_term_all_axes": "the row term sums over every axis at once (`np.sum(grad_A * A)` "
+    "without axis=), so all rows share one number. Each row has its own: "
+    "`np.sum(grad_A * A, axis=-1, keepdims=True)`.",
+    "factors_swapped": "the two factors are swapped: you compute "
+    "`grad_A * (A - rowsum(grad_A * A))`; eq. 19.4 is `A * (grad_A - rowsum(grad_A * A))`, the "
+    "weight outside the bracket and the upstream gradient inside.",
+    "row_term_matmul": "the row term is a matrix product (`weights @ grad_weights.T`, "
+    "`np.dot(grad_weights, weights)`, ...), which pairs row i of one array with every row j of "
+    "the other (and fails when the rows are not square). The row term pairs each row with "
+    "itself: `np.sum(grad_weights * weights, axis=-1, keepdims=True)`.",
     "missing_keepdims": "the row sum has lost its axis: `np.sum(grad_A * A, axis=-1)` has shape "
     "(..., T) minus its last axis, so it lines up with the KEYS instead of the rows (and fails "
     "to broadcast when a row is not square). Keep the axis: `keepdims=True` (or "
@@ -151,19 +182,17 @@ def _call(student, softmax_row_backward, weights, grad_weights):
     return as_result(value, what, weights.shape)
 
 
-def _missing_keepdims(student, softmax_row_backward, error):
-    """True when a broadcasting error comes from a row sum without its axis (the square probe)."""
-    if not (isinstance(error, ValueError) and "broadcast" in str(error)):
-        return False
+def _square_only(student, softmax_row_backward, error, shape):
+    """The mistake that raised on a 2-D probe, named from a square probe, or None."""
+    if not isinstance(error, ValueError) or len(shape) != 2 or shape[0] == shape[1]:
+        return None
     _, _, weights, grad_weights = softmax_probe((4, 4), seed=194)
     try:
         answer = _call(student, softmax_row_backward, weights, grad_weights)
     except Stop:
-        return False
-    models = [
-        m for m in softmax_backward_models(weights, grad_weights) if m[0] == "missing_keepdims"
-    ]
-    return first_match(answer, models, tolerance(answer)) is not None
+        return None
+    models = [m for m in softmax_backward_models(weights, grad_weights) if m[0] in _SQUARE_ONLY]
+    return first_match(answer, models, tolerance(answer))
 
 
 def _diagnose(answer, weights, grad_weights, shape, passed_shapes, tol, error):
@@ -218,8 +247,9 @@ def _check_probe(student, softmax_row_backward, shape, seed, passed_shapes, dtyp
     try:
         answer = _call(student, softmax_row_backward, weights, grad_weights)
     except Stop as stop:
-        if stop.error is not None and _missing_keepdims(student, softmax_row_backward, stop.error):
-            raise Stop(Finding("missing_keepdims", _MISTAKES["missing_keepdims"], _HINT)) from None
+        mistake = _square_only(student, softmax_row_backward, stop.error, shape)
+        if mistake is not None:
+            raise Stop(Finding(mistake, _MISTAKES[mistake], _HINT)) from None
         if stop.error is not None and passed_shapes and len(shape) != 2:
             finding = stop.findings[0]
             raise Stop(_only_2d(shape, finding.message, finding.hint)) from None
