@@ -97,7 +97,9 @@ def apply(explorer, step, style):
     elif "click" in step:
         button = explorer.controls["blocked"].buttons[tuple(step["click"])]
         button.value = not button.value
-    elif "press" in step:
+    elif "press" in step and step["press"] in explorer.buttons:
+        explorer.press(step["press"])
+    elif "press" in step:  # the walkthrough before issue 22: Next, Back, Reset as methods
         getattr(explorer, step["press"])()
     elif "board_toggle" in step:
         explorer.board_toggle.value = (step["board_toggle"] == "other") == (style == "default")
