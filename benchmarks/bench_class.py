@@ -54,7 +54,7 @@ import argparse
 import asyncio
 import dataclasses
 import hashlib
-import http.cookies
+from http.cookies import SimpleCookie
 import importlib.util
 import json
 import os
@@ -150,15 +150,15 @@ class LoadSampler(threading.Thread):
 
     def __init__(self, every: float = 5.0):
         super().__init__(daemon=True)
-        self.every, self.samples, self._stop = every, [], threading.Event()
+        self.every, self.samples, self.done = every, [], threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self.done.is_set():
             self.samples.append(float(Path("/proc/loadavg").read_text().split()[0]))
-            self._stop.wait(self.every)
+            self.done.wait(self.every)
 
     def stop(self) -> dict[str, float]:
-        self._stop.set()
+        self.done.set()
         self.join()
         return {"mean_1min": statistics.fmean(self.samples), "max_1min": max(self.samples)}
 
@@ -181,7 +181,7 @@ class HTTPFailure(RuntimeError):
     pass
 
 
-async def http(method, url, *, headers=None, body=None, timeout=HTTP_TIMEOUT, ok=(200, 201, 202, 204), **kw):
+async def fetch(method, url, *, headers=None, body=None, timeout=HTTP_TIMEOUT, ok=(200, 201, 202, 204), **kw):
     """One request; returns the response, raises HTTPFailure on a status outside ``ok``."""
     if isinstance(body, dict):
         body = json.dumps(body)
@@ -515,7 +515,7 @@ class Student:
 
     def _keep_cookies(self, response) -> None:
         for header in response.headers.get_list("Set-Cookie"):
-            jar = http.cookies.SimpleCookie()
+            jar = SimpleCookie()
             jar.load(header)
             self.cookies.update({k: v.value for k, v in jar.items()})
 
@@ -524,13 +524,14 @@ class Student:
 
     async def login(self) -> None:
         """The hub's login form, then a token from the hub's API with the login cookie."""
-        page = await http("GET", f"{self.hub.url}/hub/login")
+        page = await fetch("GET", f"{self.hub.url}/hub/login")
         self._keep_cookies(page)
         xsrf = self.cookies["_xsrf"]
         form = urllib.parse.urlencode({"username": self.name, "password": self.password, "_xsrf": xsrf})
-        done = await http("POST", f"{self.hub.url}/hub/login", body=form, headers=self._cookie_header(), ok=(302,))
+        done = await fetch("POST", f"{self.hub.url}/hub/login", body=form, headers=self._cookie_header(), ok=(302,))
         self._keep_cookies(done)
-        made = await http(
+        xsrf = self.cookies["_xsrf"]  # a new one, bound to the logged-in session
+        made = await fetch(
             "POST", f"{self.hub.url}/hub/api/users/{self.name}/tokens",
             headers={**self._cookie_header(), "X-XSRFToken": xsrf, "Content-Type": "application/json"},
             body={"note": "class benchmark", "expires_in": 4 * 3600},
@@ -538,10 +539,10 @@ class Student:
         self.token = json.loads(made.body)["token"]
 
     async def hub_user(self) -> dict:
-        return json.loads((await http("GET", f"{self.hub.url}/hub/api/users/{self.name}", headers=self.auth)).body)
+        return json.loads((await fetch("GET", f"{self.hub.url}/hub/api/users/{self.name}", headers=self.auth)).body)
 
     async def start_server(self, wait: float = SPAWN_WAIT) -> None:
-        await http("POST", f"{self.hub.url}/hub/api/users/{self.name}/server", headers=self.auth, ok=(201, 202, 400))
+        await fetch("POST", f"{self.hub.url}/hub/api/users/{self.name}/server", headers=self.auth, ok=(201, 202, 400))
         deadline = time.monotonic() + wait
         while not (await self.hub_user()).get("servers", {}).get("", {}).get("ready"):
             if time.monotonic() > deadline:
@@ -552,7 +553,7 @@ class Student:
         """What the nbgitpuller link's page does: its event stream, to the end."""
         query = urllib.parse.urlencode(self.hub.link_query())
         events = []
-        await http(
+        await fetch(
             "GET", f"{self.base}git-pull/api?{query}", headers=self.auth, timeout=PULL_TIMEOUT,
             streaming_callback=events.append,
         )
@@ -566,12 +567,12 @@ class Student:
 
     async def open_notebook(self) -> dict:
         path = self.notebook_path()
-        session = json.loads((await http(
+        session = json.loads((await fetch(
             "POST", f"{self.base}api/sessions", headers=self.auth,
             body={"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}},
         )).body)
         self.kernel = await Kernel.connect(self.base, session["kernel"]["id"], self.token)
-        return json.loads((await http("GET", f"{self.base}api/contents/{path}", headers=self.auth)).body)["content"]
+        return json.loads((await fetch("GET", f"{self.base}api/contents/{path}", headers=self.auth)).body)["content"]
 
     async def run_all(self, nb: dict) -> list[str]:
         """Every code cell in order; returns the failures (cell index: error)."""
@@ -589,7 +590,7 @@ class Student:
         """Their own Markdown cell at the end, saved with the run's outputs; returns the mark."""
         mark = f"{EDIT_MARK} ({self.name}, {why}, {uuid.uuid4().hex[:8]})"
         nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": mark, "id": uuid.uuid4().hex[:8]})
-        await http(
+        await fetch(
             "PUT", f"{self.base}api/contents/{self.notebook_path()}", headers=self.auth,
             body={"type": "notebook", "format": "json", "content": nb},
         )
@@ -831,7 +832,7 @@ def _set_exception(future, exc):
 
 
 async def server_pid(admin_token: str, hub: Hub, name: str) -> int | None:
-    user = json.loads((await http("GET", f"{hub.url}/hub/api/users/{name}", headers={"Authorization": f"token {admin_token}"})).body)
+    user = json.loads((await fetch("GET", f"{hub.url}/hub/api/users/{name}", headers={"Authorization": f"token {admin_token}"})).body)
     server = user.get("servers", {}).get("")
     return server.get("state", {}).get("pid") if server else None
 
@@ -892,7 +893,7 @@ async def run_class(args, workdir: Path) -> dict:
         report["per_student"] = {s.name: {**s.result, "memory_kib": memory[s.name]} for s in students}
         ready_at = []
         for s in students:
-            user = json.loads((await http("GET", f"{hub.url}/hub/api/users/{s.name}", headers={"Authorization": f"token {admin}"})).body)
+            user = json.loads((await fetch("GET", f"{hub.url}/hub/api/users/{s.name}", headers={"Authorization": f"token {admin}"})).body)
             server = user.get("servers", {}).get("")
             if server and server.get("ready"):
                 started = server.get("started")
@@ -1177,7 +1178,7 @@ async def fault_culler(hub: Hub, admin: str, idle: Student, others, idle_since: 
         await idle.start_server()
         if idle.lost_edits():
             raise RuntimeError(f"{idle.name}: lost {idle.lost_edits()}")
-        content = json.loads((await http("GET", f"{idle.base}api/contents/{idle.notebook_path()}", headers=idle.auth)).body)
+        content = json.loads((await fetch("GET", f"{idle.base}api/contents/{idle.notebook_path()}", headers=idle.auth)).body)
         if not all(m in json.dumps(content["content"]) for m in idle.marks):
             raise RuntimeError(f"{idle.name}: the restarted server does not serve the saved edit")
 

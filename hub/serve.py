@@ -55,11 +55,12 @@ def state_env(state: Path, port: int, hub_api_port: int, proxy_api_port: int) ->
 
 
 def answers(url: str, timeout: float = 2.0) -> bool:
-    """Does anything answer HTTP at ``url`` (any status)?"""
+    """Does a server answer at ``url``, with any status below 500? (The proxy answers
+    503 for the hub until the hub listens.)"""
     try:
         urllib.request.urlopen(url, timeout=timeout).close()
-    except urllib.error.HTTPError:
-        return True
+    except urllib.error.HTTPError as exc:
+        return exc.code < 500
     except OSError:
         return False
     return True

@@ -63,9 +63,10 @@ def build(target: Path, source: Path = Path(".")) -> str:
     ).stdout.strip()
     git("fetch", "-q", "--no-tags", str(Path(source).resolve()), source_head, git_dir=target)
     with tempfile.TemporaryDirectory() as scratch:
-        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        # A scratch index, and an empty work tree so that git compares with nothing on disk.
+        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_WORK_TREE": scratch}
         git("read-tree", source_head, git_dir=target, env=index)
-        git("rm", "-r", "-q", "--cached", "--ignore-unmatch", *EXCLUDED, git_dir=target, env=index)
+        git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", *EXCLUDED, git_dir=target, env=index)
         tree = git("write-tree", git_dir=target, env=index)
     try:
         previous = git("rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}", git_dir=target)
