@@ -39,8 +39,8 @@ survives; the others, whose pages are open, are not culled).
 
 Usage (needs ``make hub-setup``)::
 
-    python benchmarks/bench_class.py                     # 30 students, one every 4 s, then all at once
-    python benchmarks/bench_class.py --smoke             # 6 students with the faults (make test)
+    python benchmarks/bench_class.py             # 30 students, one every 4 s, then all at once
+    python benchmarks/bench_class.py --smoke     # 6 students with the faults (make test)
     python benchmarks/bench_class.py --students 10 --interval 2 --browser 1 --faults
     python benchmarks/bench_class.py --write docs/class-results.md
 
@@ -54,7 +54,6 @@ import argparse
 import asyncio
 import dataclasses
 import hashlib
-from http.cookies import SimpleCookie
 import importlib.util
 import json
 import os
@@ -71,6 +70,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from http.cookies import SimpleCookie
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +181,9 @@ class HTTPFailure(RuntimeError):
     pass
 
 
-async def fetch(method, url, *, headers=None, body=None, timeout=HTTP_TIMEOUT, ok=(200, 201, 202, 204), **kw):
+async def fetch(
+    method, url, *, headers=None, body=None, timeout=HTTP_TIMEOUT, ok=(200, 201, 202, 204), **kw
+):
     """One request; returns the response, raises HTTPFailure on a status outside ``ok``."""
     if isinstance(body, dict):
         body = json.dumps(body)
@@ -227,7 +229,9 @@ class Kernel:
     @classmethod
     async def connect(cls, base: str, kernel_id: str, token: str) -> Kernel:
         session = uuid.uuid4().hex
-        url = base.replace("http", "ws", 1) + f"api/kernels/{kernel_id}/channels?session_id={session}"
+        url = (
+            base.replace("http", "ws", 1) + f"api/kernels/{kernel_id}/channels?session_id={session}"
+        )
         request = httpclient.HTTPRequest(
             url, headers={"Authorization": f"token {token}"}, request_timeout=HTTP_TIMEOUT
         )
@@ -263,6 +267,8 @@ class Kernel:
             kind = msg["header"]["msg_type"]
             if kind == "status":
                 self.statuses.append(msg["content"]["execution_state"])
+                if self.statuses[-1] == "restarting":
+                    self.models.clear()  # they lived in the kernel that died
             queue = self._waiting.get(msg.get("parent_header", {}).get("msg_id"))
             if queue is not None:
                 queue.put_nowait(msg)
@@ -296,8 +302,14 @@ class Kernel:
         msg_id = self.send(
             "shell",
             "execute_request",
-            {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-             "allow_stdin": False, "stop_on_error": True},
+            {
+                "code": code,
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
         )
         outputs, error, idle, replied = [], None, False, False
 
@@ -311,15 +323,26 @@ class Kernel:
         async for msg in self.replies(msg_id, timeout, done):
             kind, content = msg["header"]["msg_type"], msg["content"]
             if kind == "stream":
-                outputs.append({"output_type": "stream", "name": content["name"], "text": content["text"]})
+                outputs.append(
+                    {"output_type": "stream", "name": content["name"], "text": content["text"]}
+                )
             elif kind in ("display_data", "execute_result"):
-                out = {"output_type": kind, "data": content["data"], "metadata": content.get("metadata", {})}
+                out = {
+                    "output_type": kind,
+                    "data": content["data"],
+                    "metadata": content.get("metadata", {}),
+                }
                 if kind == "execute_result":
                     out["execution_count"] = content["execution_count"]
                 outputs.append(out)
             elif kind == "error":
                 error = content
-                outputs.append({"output_type": "error", **{k: content[k] for k in ("ename", "evalue", "traceback")}})
+                outputs.append(
+                    {
+                        "output_type": "error",
+                        **{k: content[k] for k in ("ename", "evalue", "traceback")},
+                    }
+                )
             elif kind == "execute_reply" and content["status"] != "ok" and error is None:
                 error = content
         if not (idle and replied):
@@ -344,8 +367,12 @@ class Kernel:
             if "attn-explorer" in classes(root):
                 parts = {}
                 for cid in descendants(root):
-                    for name, css in (("slider", "attn-main-control"), ("figure", "attn-figure"),
-                                      ("frontend", "attn-frontend"), ("readout", "attn-readout")):
+                    for name, css in (
+                        ("slider", "attn-main-control"),
+                        ("figure", "attn-figure"),
+                        ("frontend", "attn-frontend"),
+                        ("readout", "attn-readout"),
+                    ):
                         if css in classes(cid):
                             parts.setdefault(name, cid)
                 if {"slider", "figure", "frontend"} <= set(parts):
@@ -358,15 +385,22 @@ class Kernel:
         before = self.models[parts["figure"]].get("value")
         start = time.perf_counter()
         msg_id = self.send(
-            "shell", "comm_msg",
-            {"comm_id": parts["slider"], "data": {"method": "update", "state": {"index": index}, "buffer_paths": []}},
+            "shell",
+            "comm_msg",
+            {
+                "comm_id": parts["slider"],
+                "data": {"method": "update", "state": {"index": index}, "buffer_paths": []},
+            },
         )
         arrived = None
 
         def done(msg):
             nonlocal arrived
             content = msg["content"]
-            if msg["header"]["msg_type"] == "comm_msg" and content.get("comm_id") == parts["figure"]:
+            if (
+                msg["header"]["msg_type"] == "comm_msg"
+                and content.get("comm_id") == parts["figure"]
+            ):
                 arrived = time.perf_counter()
             return msg["header"]["msg_type"] == "status" and content["execution_state"] == "idle"
 
@@ -379,16 +413,25 @@ class Kernel:
     async def ping(self, parts: dict[str, str], n: int, timeout: float = 30.0) -> bool:
         """The explorer page's heartbeat: a ping to its helper widget, answered by a pong."""
         msg_id = self.send(
-            "shell", "comm_msg",
-            {"comm_id": parts["frontend"], "data": {"method": "custom", "content": {"type": "ping", "n": n}}},
+            "shell",
+            "comm_msg",
+            {
+                "comm_id": parts["frontend"],
+                "data": {"method": "custom", "content": {"type": "ping", "n": n}},
+            },
         )
         ponged = False
 
         def done(msg):
             nonlocal ponged
             data = msg["content"].get("data", {})
-            ponged |= data.get("method") == "custom" and data.get("content", {}).get("type") == "pong"
-            return msg["header"]["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
+            ponged |= (
+                data.get("method") == "custom" and data.get("content", {}).get("type") == "pong"
+            )
+            return (
+                msg["header"]["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle"
+            )
 
         try:
             async for _ in self.replies(msg_id, timeout, done):
@@ -419,12 +462,12 @@ class Hub:
         self.env.update(
             ATTENTION_SINGLEUSER_VENV=str(SINGLEUSER_VENV),
             ATTENTION_HUB_CULL_TIMEOUT=str(self.cull_timeout),
-            ATTENTION_HUB_CULL_EVERY=str(max(5, self.cull_timeout // 6)),
+            ATTENTION_HUB_CULL_EVERY=str(cull_every(self.cull_timeout)),
             ATTENTION_HUB_ACTIVITY_INTERVAL=str(self.activity_interval),
         )
         self.url = f"http://127.0.0.1:{self.env['ATTENTION_HUB_PORT']}"
         self.repo = self.workdir / "students.git"
-        self.log = open(self.workdir / "hub.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.log = open(self.workdir / "hub.log", "ab")
         self.proxy = self.hub = None
 
     def start(self) -> None:
@@ -470,13 +513,30 @@ class Hub:
             nb = json.loads(path.read_text())
             line = f"*Updated by the instructor: {uuid.uuid4().hex[:8]}.*"
             first = nb["cells"][0]
-            first["source"] = [*first["source"], "\n", "\n", line] if isinstance(first["source"], list) else first["source"] + "\n\n" + line
+            first["source"] = (
+                [*first["source"], "\n", "\n", line]
+                if isinstance(first["source"], list)
+                else first["source"] + "\n\n" + line
+            )
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             changed[rel] = line
-        git = ["git", "-C", str(scratch), "-c", "user.name=instructor", "-c", "user.email=i@localhost"]
+        git = [
+            "git",
+            "-C",
+            str(scratch),
+            "-c",
+            "user.name=instructor",
+            "-c",
+            "user.email=i@localhost",
+        ]
         subprocess.run([*git, "commit", "-q", "-am", "Notes for the next lecture"], check=True)
         subprocess.run([*git, "push", "-q", "origin", "main"], check=True)
         return changed
+
+
+def cull_every(timeout: int) -> int:
+    """How often the culler looks: a sixth of its timeout (at least 5 s)."""
+    return max(5, timeout // 6)
 
 
 def serve_free_port() -> int:
@@ -527,22 +587,40 @@ class Student:
         page = await fetch("GET", f"{self.hub.url}/hub/login")
         self._keep_cookies(page)
         xsrf = self.cookies["_xsrf"]
-        form = urllib.parse.urlencode({"username": self.name, "password": self.password, "_xsrf": xsrf})
-        done = await fetch("POST", f"{self.hub.url}/hub/login", body=form, headers=self._cookie_header(), ok=(302,))
+        form = urllib.parse.urlencode(
+            {"username": self.name, "password": self.password, "_xsrf": xsrf}
+        )
+        done = await fetch(
+            "POST", f"{self.hub.url}/hub/login", body=form, headers=self._cookie_header(), ok=(302,)
+        )
         self._keep_cookies(done)
         xsrf = self.cookies["_xsrf"]  # a new one, bound to the logged-in session
         made = await fetch(
-            "POST", f"{self.hub.url}/hub/api/users/{self.name}/tokens",
-            headers={**self._cookie_header(), "X-XSRFToken": xsrf, "Content-Type": "application/json"},
+            "POST",
+            f"{self.hub.url}/hub/api/users/{self.name}/tokens",
+            headers={
+                **self._cookie_header(),
+                "X-XSRFToken": xsrf,
+                "Content-Type": "application/json",
+            },
             body={"note": "class benchmark", "expires_in": 4 * 3600},
         )
         self.token = json.loads(made.body)["token"]
 
     async def hub_user(self) -> dict:
-        return json.loads((await fetch("GET", f"{self.hub.url}/hub/api/users/{self.name}", headers=self.auth)).body)
+        return json.loads(
+            (
+                await fetch("GET", f"{self.hub.url}/hub/api/users/{self.name}", headers=self.auth)
+            ).body
+        )
 
     async def start_server(self, wait: float = SPAWN_WAIT) -> None:
-        await fetch("POST", f"{self.hub.url}/hub/api/users/{self.name}/server", headers=self.auth, ok=(201, 202, 400))
+        await fetch(
+            "POST",
+            f"{self.hub.url}/hub/api/users/{self.name}/server",
+            headers=self.auth,
+            ok=(201, 202, 400),
+        )
         deadline = time.monotonic() + wait
         while not (await self.hub_user()).get("servers", {}).get("", {}).get("ready"):
             if time.monotonic() > deadline:
@@ -554,7 +632,10 @@ class Student:
         query = urllib.parse.urlencode(self.hub.link_query())
         events = []
         await fetch(
-            "GET", f"{self.base}git-pull/api?{query}", headers=self.auth, timeout=PULL_TIMEOUT,
+            "GET",
+            f"{self.base}git-pull/api?{query}",
+            headers=self.auth,
+            timeout=PULL_TIMEOUT,
             streaming_callback=events.append,
         )
         text = b"".join(events).decode(errors="replace")
@@ -567,12 +648,25 @@ class Student:
 
     async def open_notebook(self) -> dict:
         path = self.notebook_path()
-        session = json.loads((await fetch(
-            "POST", f"{self.base}api/sessions", headers=self.auth,
-            body={"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}},
-        )).body)
+        session = json.loads(
+            (
+                await fetch(
+                    "POST",
+                    f"{self.base}api/sessions",
+                    headers=self.auth,
+                    body={
+                        "path": path,
+                        "name": Path(path).name,
+                        "type": "notebook",
+                        "kernel": {"name": "python3"},
+                    },
+                )
+            ).body
+        )
         self.kernel = await Kernel.connect(self.base, session["kernel"]["id"], self.token)
-        return json.loads((await fetch("GET", f"{self.base}api/contents/{path}", headers=self.auth)).body)["content"]
+        return json.loads(
+            (await fetch("GET", f"{self.base}api/contents/{path}", headers=self.auth)).body
+        )["content"]
 
     async def run_all(self, nb: dict) -> list[str]:
         """Every code cell in order; returns the failures (cell index: error)."""
@@ -589,9 +683,13 @@ class Student:
     async def save_edit(self, nb: dict, why: str) -> str:
         """Their own Markdown cell at the end, saved with the run's outputs; returns the mark."""
         mark = f"{EDIT_MARK} ({self.name}, {why}, {uuid.uuid4().hex[:8]})"
-        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": mark, "id": uuid.uuid4().hex[:8]})
+        nb["cells"].append(
+            {"cell_type": "markdown", "metadata": {}, "source": mark, "id": uuid.uuid4().hex[:8]}
+        )
         await fetch(
-            "PUT", f"{self.base}api/contents/{self.notebook_path()}", headers=self.auth,
+            "PUT",
+            f"{self.base}api/contents/{self.notebook_path()}",
+            headers=self.auth,
             body={"type": "notebook", "format": "json", "content": nb},
         )
         self.marks.append(mark)
@@ -628,7 +726,10 @@ class Student:
         r["cells_failed"] = await self.run_all(nb)
         r["run_all_s"] = time.monotonic() - t1
         self.parts = self.kernel.explorer()
-        r["round_trips_s"] = [await self.kernel.move(self.parts, MOVE_INDICES[i % len(MOVE_INDICES)]) for i in range(moves)]
+        r["round_trips_s"] = [
+            await self.kernel.move(self.parts, MOVE_INDICES[i % len(MOVE_INDICES)])
+            for i in range(moves)
+        ]
         self.nb = nb
         await self.save_edit(nb, "after the lecture's run")
         self.heartbeat = asyncio.ensure_future(self.beat())
@@ -681,6 +782,12 @@ class BrowserStudent:
         with sync_playwright() as pw:
             self.context = harness.launch_chromium(pw, self.workdir / f"chromium-{self.name}")
             self.guard = harness.NetworkGuard()
+            self.guard.allowed_noise.append(
+                (
+                    r"^failed \S+/hub/api/users/[^/]+/server/progress\S* net::ERR_ABORTED$",
+                    "the spawn page's progress stream, closed as the page moves on to the server",
+                )
+            )
             self.guard.attach_context(self.context)
             try:
                 while (job := self._thread_calls.get()) is not None:
@@ -716,19 +823,38 @@ class BrowserStudent:
         page.fill("input[name=password]", self.password)
         page.click("input[type=submit], button[type=submit]")
         page.wait_for_url(re.compile(r"/(user/|hub/spawn)"), timeout=SPAWN_WAIT * 1000)
-        query = urllib.parse.urlencode({**self.hub.link_query(), "urlpath": f"lab/tree/{serve.TARGET}/{NOTEBOOK}"})
+        query = urllib.parse.urlencode(
+            {**self.hub.link_query(), "urlpath": f"lab/tree/{serve.TARGET}/{NOTEBOOK}"}
+        )
         page.goto(f"{self.hub.url}/hub/user-redirect/git-pull?{query}")
-        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=SPAWN_WAIT * 1000)
-        server = type("Server", (), {"root": self.hub.home(self.name), "base_url": self.hub.url,
-                                      "token": "", "shutdown_kernels": lambda self: None})()
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
+            timeout=SPAWN_WAIT * 1000
+        )
+        server = type(
+            "Server",
+            (),
+            {
+                "root": self.hub.home(self.name),
+                "base_url": self.hub.url,
+                "token": "",
+                "shutdown_kernels": lambda self: None,
+            },
+        )()
         self.lab = self.harness.JupyterLabFrontend.__new__(self.harness.JupyterLabFrontend)
-        self.lab.context, self.lab.server, self.lab.guard, self.lab.page = self.context, server, self.guard, page
+        self.lab.context, self.lab.server, self.lab.guard, self.lab.page = (
+            self.context,
+            server,
+            self.guard,
+            page,
+        )
         self.lab.notebook, self.lab._facts = f"{serve.TARGET}/{NOTEBOOK}", None
         self.lab._wait_idle(self.harness.PAGE_TIMEOUT, require_run=False)
 
     def _run_all(self) -> list[str]:
         self.lab.run_all()
-        return self.lab.error_outputs() + [f"cell {i}: not run" for i in self.lab.unexecuted_cells()]
+        return self.lab.error_outputs() + [
+            f"cell {i}: not run" for i in self.lab.unexecuted_cells()
+        ]
 
     def _moves(self, count: int) -> list[float]:
         """Arrow keys on the d_k slider; seconds from each key press to the new figure."""
@@ -738,13 +864,19 @@ class BrowserStudent:
         for i in range(count):
             state = explorer.slider_state()
             up = (i // 4) % 2 == 0
-            key = "ArrowRight" if (up and state["now"] < state["max"]) or state["now"] <= state["min"] else "ArrowLeft"
+            key = (
+                "ArrowRight"
+                if (up and state["now"] < state["max"]) or state["now"] <= state["min"]
+                else "ArrowLeft"
+            )
             before = explorer.figure_src()
             start = time.perf_counter()
             self.page.keyboard.press(key)
             while explorer.figure_src() == before:
                 if time.perf_counter() - start > MOVE_TIMEOUT:
-                    raise RuntimeError(f"{self.name}: no new figure {MOVE_TIMEOUT:.0f} s after {key}")
+                    raise RuntimeError(
+                        f"{self.name}: no new figure {MOVE_TIMEOUT:.0f} s after {key}"
+                    )
                 self.page.wait_for_timeout(20)
             times.append(time.perf_counter() - start)
         return times
@@ -779,19 +911,32 @@ class BrowserStudent:
             if state and state["kernel"] == wanted:
                 return state
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name}: explorer state {state} after {timeout:.0f} s, wanted {wanted}")
+                raise RuntimeError(
+                    f"{self.name}: explorer state {state} after {timeout:.0f} s, wanted {wanted}"
+                )
             self.page.wait_for_timeout(250)
+
+    def _dismiss_dialog(self) -> None:
+        """Press OK on JupyterLab's dialog, once it shows (the kernel died, restarting)."""
+        accept = self.page.locator(".jp-Dialog .jp-mod-accept")
+        accept.wait_for(timeout=30_000)
+        accept.click()
+        accept.wait_for(state="detached")
 
     def _reopen(self) -> None:
         self.page.goto(f"{self.hub.url}/user/{self.name}/lab/tree/{serve.TARGET}/{NOTEBOOK}")
-        self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=SPAWN_WAIT * 1000)
+        self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
+            timeout=SPAWN_WAIT * 1000
+        )
         self.lab._wait_idle(self.harness.PAGE_TIMEOUT, require_run=False)
 
     def _still_logged_in(self) -> bool:
         page = self.context.new_page()
         try:
             page.goto(f"{self.hub.url}/hub/home")
-            return "/hub/login" not in page.url and page.locator("input[name=password]").count() == 0
+            return (
+                "/hub/login" not in page.url and page.locator("input[name=password]").count() == 0
+            )
         finally:
             page.close()
 
@@ -813,6 +958,9 @@ class BrowserStudent:
         r["run_all_s"] = time.monotonic() - t1
         r["round_trips_s"] = await self.call(lambda: self._moves(moves))
         await self.call(lambda: self._edit_and_save("after the lecture's run"))
+        r["page_problems"] = (
+            self.guard.problems()
+        )  # reported: requests off 127.0.0.1, console errors
         return r
 
 
@@ -832,7 +980,15 @@ def _set_exception(future, exc):
 
 
 async def server_pid(admin_token: str, hub: Hub, name: str) -> int | None:
-    user = json.loads((await fetch("GET", f"{hub.url}/hub/api/users/{name}", headers={"Authorization": f"token {admin_token}"})).body)
+    user = json.loads(
+        (
+            await fetch(
+                "GET",
+                f"{hub.url}/hub/api/users/{name}",
+                headers={"Authorization": f"token {admin_token}"},
+            )
+        ).body
+    )
     server = user.get("servers", {}).get("")
     return server.get("state", {}).get("pid") if server else None
 
@@ -864,9 +1020,12 @@ async def arrive(student, delay: float, moves: int, t_start: float) -> None:
 
 async def run_class(args, workdir: Path) -> dict:
     hub = Hub(workdir, cull_timeout=args.cull_timeout, activity_interval=args.activity_interval)
-    report: dict = {"students": args.students, "browser_students": args.browser,
-                    "schedule": "all at once" if args.interval == 0 else f"one every {args.interval:g} s",
-                    "moves": args.moves}
+    report: dict = {
+        "students": args.students,
+        "browser_students": args.browser,
+        "schedule": "all at once" if args.interval == 0 else f"one every {args.interval:g} s",
+        "moves": args.moves,
+    }
     load = LoadSampler()
     load.start()
     browsers: list[BrowserStudent] = []
@@ -885,21 +1044,20 @@ async def run_class(args, workdir: Path) -> dict:
                 student = Student(hub, name, password)
             students.append(student)
         t_start = time.monotonic()
-        await asyncio.gather(*(arrive(s, i * args.interval, args.moves, t_start) for i, s in enumerate(students)))
+        await asyncio.gather(
+            *(arrive(s, i * args.interval, args.moves, t_start) for i, s in enumerate(students))
+        )
         report["class_s"] = time.monotonic() - t_start
         admin = await admin_login(hub)
         memory = await measure_memory(admin, hub, names)
         report["load_during_class"] = load.stop()
-        report["per_student"] = {s.name: {**s.result, "memory_kib": memory[s.name]} for s in students}
-        ready_at = []
-        for s in students:
-            user = json.loads((await fetch("GET", f"{hub.url}/hub/api/users/{s.name}", headers={"Authorization": f"token {admin}"})).body)
-            server = user.get("servers", {}).get("")
-            if server and server.get("ready"):
-                started = server.get("started")
-                ready_at.append(s.result.get("ready_at"))
-                s.result["hub_started"] = started
-        report["servers_started"] = len([s for s in students if "error" not in s.result or s.result.get("ready_at")])
+        report["per_student"] = {
+            s.name: {**s.result, "memory_kib": memory[s.name]} for s in students
+        }
+        report["hub_and_proxy_kib"] = {
+            "hub": memory_kib(hub.hub.pid),
+            "proxy": memory_kib(hub.proxy.pid),
+        }
         if args.faults:
             load = LoadSampler()
             load.start()
@@ -923,13 +1081,20 @@ async def run_class(args, workdir: Path) -> dict:
 
 def summarize(report: dict, students, t_start: float) -> dict:
     per = report["per_student"]
-    ready = sorted(r["ready_at"] - t_start for r in per.values() if "ready_at" in r and "browser" not in r)
+    ready = sorted(
+        r["ready_at"] - t_start for r in per.values() if "ready_at" in r and "browser" not in r
+    )
     failures = {n: r["error"] for n, r in per.items() if "error" in r}
     cells = {n: r["cells_failed"] for n, r in per.items() if r.get("cells_failed")}
     trips = {n: r["round_trips_s"] for n, r in per.items() if r.get("round_trips_s")}
-    pss = [m["server"]["pss"] + sum(k["pss"] for k in m["kernels"]) for r in per.values() if (m := r["memory_kib"])["server"]]
+    pss = [
+        m["server"]["pss"] + sum(k["pss"] for k in m["kernels"])
+        for r in per.values()
+        if (m := r["memory_kib"])["server"]
+    ]
     report.update(
-        servers_ready=len(ready) + len([r for r in per.values() if "browser" in r and "error" not in r]),
+        servers_ready=len(ready)
+        + len([r for r in per.values() if "browser" in r and "error" not in r]),
         first_ready_s=ready[0] if ready else None,
         all_ready_s=ready[-1] if ready else None,
         failures=failures,
@@ -940,7 +1105,9 @@ def summarize(report: dict, students, t_start: float) -> dict:
             "browser": _trip_stats([t for n, t in trips.items() if "browser" in per[n]]),
         },
     )
-    report["passed"] = not failures and not cells and not report["edits_lost"] and not _fault_failures(report)
+    report["passed"] = (
+        not failures and not cells and not report["edits_lost"] and not _fault_failures(report)
+    )
     return report
 
 
@@ -957,7 +1124,11 @@ def _trip_stats(per_student: list[list[float]]) -> dict | None:
 
 
 def _fault_failures(report: dict) -> list[str]:
-    return [f"{name}: {fault['problem']}" for name, fault in report.get("faults", {}).items() if fault.get("problem")]
+    return [
+        f"{name}: {fault['problem']}"
+        for name, fault in report.get("faults", {}).items()
+        if fault.get("problem")
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -966,20 +1137,35 @@ def _fault_failures(report: dict) -> list[str]:
 
 
 async def run_faults(hub: Hub, admin: str, students, browsers, args) -> dict:
-    live = [s for s in students if isinstance(s, Student) and s.kernel is not None and "error" not in s.result]
+    live = [
+        s
+        for s in students
+        if isinstance(s, Student) and s.kernel is not None and "error" not in s.result
+    ]
     if len(live) < 3:
-        return {"setup": {"problem": f"too few students finished the class to run the faults ({len(live)})"}}
+        return {
+            "setup": {
+                "problem": f"too few students finished the class to run the faults ({len(live)})"
+            }
+        }
     idle, others = live[-1], live[:-1]
     faults: dict[str, dict] = {}
-    # The idle student closes their page now; the culler's clock starts.
+    faults["hub restarted while students work"] = await fault_hub_restart(
+        hub, admin, live, browsers
+    )
+    # The idle student closes their page now and the culler's clock starts. (Not before
+    # the restart: a restarted hub asks every server whether it is up, which counts as
+    # activity, so it would restart the clock anyway.)
     idle.close_page()
-    idle_since = time.monotonic()
-
+    limit = args.cull_timeout + 2 * cull_every(args.cull_timeout) + 2 * args.activity_interval + 60
+    culled = asyncio.ensure_future(culled_after(idle, time.monotonic(), limit))
     faults["upstream commit, pulled again"] = await fault_upstream(hub, others)
-    faults["hub restarted while students work"] = await fault_hub_restart(hub, admin, others, browsers)
     faults["kernel SIGKILLed"] = await fault_kernel_kill(hub, admin, others[0], browsers)
-    faults["server SIGKILLed mid-session"] = await fault_server_kill(hub, admin, others[1], browsers)
-    faults["idle culler"] = await fault_culler(hub, admin, idle, others, idle_since, args)
+    faults["server SIGKILLed mid-session"] = await fault_server_kill(
+        hub, admin, others[1], browsers
+    )
+    faults["idle culler"] = await fault_culler(hub, admin, idle, others, culled)
+    faults["idle culler"]["timeout_s"] = args.cull_timeout
     return faults
 
 
@@ -1009,8 +1195,11 @@ async def fault_upstream(hub: Hub, students) -> dict:
                 raise RuntimeError(f"{s.name}: the upstream change to 01 did not arrive")
             arrived_02 += changed[NOTEBOOK] in text
             _validate(nb)
-        fault.update(students=len(students), upstream_change_to_edited_02_arrived=arrived_02,
-                     note="nbgitpuller commits the student's changes and merges upstream with -Xours")
+        fault.update(
+            students=len(students),
+            upstream_change_to_edited_02_arrived=arrived_02,
+            note="nbgitpuller commits the student's changes and merges upstream with -Xours",
+        )
 
     return await _guarded(fault, go())
 
@@ -1093,6 +1282,7 @@ async def fault_kernel_kill(hub: Hub, admin: str, student: Student, browsers) ->
                 fault["protocol"] = "status 'restarting' seen; notebook re-run, explorer moved"
             else:
                 gone = await victim.call(lambda v=victim: v._kernel_state("gone"))
+                await victim.call(victim._dismiss_dialog)  # "The kernel appears to have died"
                 if "restarted" not in gone["message"]:
                     raise RuntimeError(f"{victim.name}: explorer says {gone['message']!r}")
                 fault["browser_message"] = gone["message"]
@@ -1102,7 +1292,9 @@ async def fault_kernel_kill(hub: Hub, admin: str, student: Student, browsers) ->
                 await victim.call(lambda v=victim: v._kernel_state("live"))
                 await victim.call(lambda v=victim: v._moves(1))
             if (hub.home(victim.name) / serve.TARGET / NOTEBOOK).read_bytes() != saved:
-                raise RuntimeError(f"{victim.name}: the saved notebook changed when the kernel died")
+                raise RuntimeError(
+                    f"{victim.name}: the saved notebook changed when the kernel died"
+                )
 
     return await _guarded(fault, go())
 
@@ -1120,12 +1312,18 @@ async def fault_server_kill(hub: Hub, admin: str, student: Student, browsers) ->
             kernels = kernel_pids(pid)
             os.kill(pid, signal.SIGKILL)
             t = time.monotonic()
-            check = victim if isinstance(victim, Student) else Student(hub, victim.name, victim.password)
+            check = (
+                victim
+                if isinstance(victim, Student)
+                else Student(hub, victim.name, victim.password)
+            )
             if not check.token:
                 await check.login()
             while (await check.hub_user()).get("servers", {}).get(""):
                 if time.monotonic() - t > 120:
-                    raise RuntimeError(f"{victim.name}: the hub did not notice the dead server in 120 s")
+                    raise RuntimeError(
+                        f"{victim.name}: the hub did not notice the dead server in 120 s"
+                    )
                 await asyncio.sleep(1)
             fault.setdefault("hub_noticed_s", []).append(round(time.monotonic() - t, 1))
             await asyncio.sleep(3)
@@ -1162,24 +1360,31 @@ async def fault_server_kill(hub: Hub, admin: str, student: Student, browsers) ->
     return await _guarded(fault, go())
 
 
-async def fault_culler(hub: Hub, admin: str, idle: Student, others, idle_since: float, args) -> dict:
-    fault: dict = {"timeout_s": args.cull_timeout}
+async def culled_after(student: Student, since: float, limit: float) -> float:
+    """Seconds from ``since`` until the hub no longer lists the student's server."""
+    while (await student.hub_user()).get("servers", {}).get(""):
+        if time.monotonic() - since > limit:
+            raise RuntimeError(f"{student.name}: not culled {limit:.0f} s after closing the page")
+        await asyncio.sleep(2)
+    return time.monotonic() - since
+
+
+async def fault_culler(hub: Hub, admin: str, idle: Student, others, culled) -> dict:
+    """The culler stopped the closed page's server (``culled``, watched since the page
+    closed), and no other; the student comes back to their saved work."""
+    fault: dict = {}
 
     async def go():
-        limit = args.cull_timeout + 3 * max(5, args.cull_timeout // 6) + 2 * args.activity_interval + 30
-        while (await idle.hub_user()).get("servers", {}).get(""):
-            if time.monotonic() - idle_since > limit:
-                raise RuntimeError(f"{idle.name}: not culled {limit} s after closing the page")
-            await asyncio.sleep(2)
-        fault["culled_after_s"] = round(time.monotonic() - idle_since, 1)
+        fault["culled_after_s"] = round(await culled, 1)
         for s in others:
             if not await server_pid(admin, hub, s.name):
                 raise RuntimeError(f"{s.name} (page open) was culled too")
         await idle.start_server()
         if idle.lost_edits():
             raise RuntimeError(f"{idle.name}: lost {idle.lost_edits()}")
-        content = json.loads((await fetch("GET", f"{idle.base}api/contents/{idle.notebook_path()}", headers=idle.auth)).body)
-        if not all(m in json.dumps(content["content"]) for m in idle.marks):
+        path = idle.notebook_path()
+        served = (await fetch("GET", f"{idle.base}api/contents/{path}", headers=idle.auth)).body
+        if not all(m in served.decode() for m in idle.marks):
             raise RuntimeError(f"{idle.name}: the restarted server does not serve the saved edit")
 
     return await _guarded(fault, go())
@@ -1190,69 +1395,92 @@ async def fault_culler(hub: Hub, admin: str, idle: Student, others, idle_since: 
 # --------------------------------------------------------------------------------------
 
 
-def mib(kib: float) -> str:
-    return f"{kib / 1024:.0f}"
-
-
 def markdown(runs: list[dict], meta: dict) -> str:
     lines = [
         "# A simulated class on one server: latest figures",
         "",
         f"Generated by `python benchmarks/bench_class.py {meta['argv']}` on {meta['date']} "
         f"({meta['machine']}); load average before the run {meta['load_before']}. The setup, "
-        "the schedule and what is pass/fail: `docs/teaching.md`, \"A class on one server\".",
+        'the schedule and what is pass/fail: `docs/teaching.md`, "A class on one server".',
         "",
     ]
     for run in runs:
-        rt = run["round_trip_ms"]
-        per = run["per_student"]
-        mem = [r["memory_kib"] for r in per.values() if r["memory_kib"]["server"]]
-        server_rss = [m["server"]["rss"] for m in mem]
-        server_pss = [m["server"]["pss"] for m in mem]
-        kernel_rss = [k["rss"] for m in mem for k in m["kernels"]]
-        kernel_pss = [k["pss"] for m in mem for k in m["kernels"]]
+        title = f"{run['students']} students, {run['schedule']}"
+        lines += [f"## {title} ({run['browser_students']} in Chromium)", ""]
         lines += [
-            f"## {run['students']} students, {run['schedule']} ({run['browser_students']} in Chromium)",
-            "",
-            "| figure | value |",
-            "| --- | --- |",
-            f"| servers ready | {run['servers_ready']} of {run['students']} |",
-            f"| first / last server ready (protocol students, from the first arrival) | {_s(run['first_ready_s'])} / {_s(run['all_ready_s'])} |",
-            f"| whole class done (last edit saved) | {run['class_s']:.0f} s |",
-            f"| cells failed | {sum(len(v) for v in run['cells_failed'].values())} |",
-            f"| edits lost | {sum(len(v) for v in run['edits_lost'].values())} |",
-            f"| students who hit an error | {len(run['failures'])} |",
-            f"| server per student, RSS / PSS (median) | {_med(server_rss)} / {_med(server_pss)} MiB |",
-            f"| kernel after 02 and {run['moves']} moves, RSS / PSS (median, max) | {_med(kernel_rss)} / {_med(kernel_pss)} MiB ({_max(kernel_rss)} / {_max(kernel_pss)}) |",
-            f"| whole class, summed PSS (servers + kernels) | {run['class_pss_mib']:.0f} MiB |",
-            f"| explorer round trip, protocol: median / p95 | {_ms(rt['protocol'])} |",
-            f"| explorer key to new figure, Chromium: median / p95 | {_ms(rt['browser'])} |",
-            f"| load average (1 min) during the class: mean / max | {run['load_during_class']['mean_1min']:.1f} / {run['load_during_class']['max_1min']:.1f} |",
-            f"| passed (every server up, no cell failed, no edit lost) | {'yes' if run['passed'] else 'NO'} |",
-            "",
+            f"| {label} | {value} |" for label, value in [("figure", "value"), ("---", "---")]
         ]
-        if run["failures"]:
-            lines += ["Errors:", "", *[f"- {n}: {e}" for n, e in run["failures"].items()], ""]
+        lines += [f"| {label} | {value} |" for label, value in table_rows(run)]
+        lines.append("")
+        per = run["per_student"]
+        problems = {n: r["page_problems"] for n, r in per.items() if r.get("page_problems")}
+        for heading, items in [
+            ("Browser pages reported", problems),
+            ("Errors", run["failures"]),
+            ("Cells failed", run["cells_failed"]),
+            ("Edits lost", run["edits_lost"]),
+        ]:
+            if items:
+                lines += [f"{heading}:", "", *[f"- {n}: {e}" for n, e in items.items()], ""]
         if run.get("faults"):
             lines += ["Faults:", ""]
             for name, fault in run["faults"].items():
                 details = ", ".join(f"{k} {v}" for k, v in fault.items() if k != "problem")
-                verdict = f"**failed**: {fault['problem']}" if fault.get("problem") else "nothing lost"
+                verdict = (
+                    f"**failed**: {fault['problem']}" if "problem" in fault else "nothing lost"
+                )
                 lines.append(f"- {name}: {verdict}; {details}")
             lines.append("")
     return "\n".join(lines)
 
 
+def table_rows(run: dict) -> list[tuple[str, str]]:
+    """The figures of one run, as (label, value) rows."""
+    mem = [r["memory_kib"] for r in run["per_student"].values() if r["memory_kib"]["server"]]
+    server = [m["server"] for m in mem]
+    kernel = [k for m in mem for k in m["kernels"]]
+    hub, load = run["hub_and_proxy_kib"], run["load_during_class"]
+    ready = f"{_s(run['first_ready_s'])} / {_s(run['all_ready_s'])}"
+    return [
+        ("servers ready", f"{run['servers_ready']} of {run['students']}"),
+        ("first / last server ready (protocol students, from the first arrival)", ready),
+        ("whole class done (last edit saved)", f"{run['class_s']:.0f} s"),
+        ("cells failed", sum(len(v) for v in run["cells_failed"].values())),
+        ("edits lost", sum(len(v) for v in run["edits_lost"].values())),
+        ("students who hit an error", len(run["failures"])),
+        ("server per student, RSS / PSS (median)", f"{_mem(server, statistics.median)} MiB"),
+        (
+            f"kernel after 02 and {run['moves']} moves, RSS / PSS: median (max)",
+            f"{_mem(kernel, statistics.median)} MiB ({_mem(kernel, max)})",
+        ),
+        ("whole class, summed PSS (servers + kernels)", f"{run['class_pss_mib']:.0f} MiB"),
+        ("the hub; its proxy: RSS / PSS", f"{_mem([hub['hub']])}; {_mem([hub['proxy']])} MiB"),
+        ("explorer round trip, protocol: median / p95", _ms(run["round_trip_ms"]["protocol"])),
+        (
+            "explorer key to new figure, Chromium: median / p95",
+            _ms(run["round_trip_ms"]["browser"]),
+        ),
+        (
+            "load average (1 min) during the class: mean / max",
+            f"{load['mean_1min']:.1f} / {load['max_1min']:.1f}",
+        ),
+        (
+            "passed (every server up, no cell failed, no edit lost)",
+            "yes" if run["passed"] else "NO",
+        ),
+    ]
+
+
+def _mem(samples: list[dict | None], pick=statistics.median) -> str:
+    """RSS / PSS in MiB of ``pick`` over the samples (KiB dicts from memory_kib)."""
+    samples = [m for m in samples if m]
+    if not samples:
+        return "-"
+    return " / ".join(f"{pick([m[k] for m in samples]) / 1024:.0f}" for k in ("rss", "pss"))
+
+
 def _s(x):
     return "-" if x is None else f"{x:.0f} s"
-
-
-def _med(kib):
-    return mib(statistics.median(kib)) if kib else "-"
-
-
-def _max(kib):
-    return mib(max(kib)) if kib else "-"
 
 
 def _ms(stats):
@@ -1260,21 +1488,30 @@ def _ms(stats):
 
 
 def missing_setup() -> str | None:
-    problems = [f"{p} is missing" for p in (HUB_PYTHON, SINGLEUSER_VENV / "bin" / "jupyterhub-singleuser", serve.PROXY) if not p.exists()]
+    problems = [
+        f"{p} is missing"
+        for p in (HUB_PYTHON, SINGLEUSER_VENV / "bin" / "jupyterhub-singleuser", serve.PROXY)
+        if not p.exists()
+    ]
     return "; ".join(problems) + " (make hub-setup)" if problems else None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="6 students, 1 in Chromium, with the faults (CI)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="6 students, 1 in Chromium, with the faults (CI)"
+    )
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--interval", type=float, default=4.0, help="seconds between arrivals")
-    parser.add_argument("--at-once", action="store_true", help="only the run where all arrive at once")
+    parser.add_argument(
+        "--at-once", action="store_true", help="only the run where all arrive at once"
+    )
     parser.add_argument("--browser", type=int, default=2, help="students in headless Chromium")
     parser.add_argument("--moves", type=int, default=MOVES)
     parser.add_argument("--faults", action="store_true")
     parser.add_argument("--cull-timeout", type=int, default=3600)
     parser.add_argument("--activity-interval", type=int, default=300)
+    parser.add_argument("--keep", action="store_true", help="keep the hub's folder and logs")
     parser.add_argument("--write", type=Path, help="write the figures as Markdown here")
     parser.add_argument("--json", type=Path, default=ROOT / "artifacts" / "class" / "results.json")
     args = parser.parse_args(argv)
@@ -1295,21 +1532,33 @@ def main(argv: list[str] | None = None) -> int:
         if (missing := missing_browser_tools()) is not None:
             print(f"bench_class: {missing}", file=sys.stderr)
             return 1
-    schedules = [0.0] if args.at_once else [args.interval] if (args.smoke or args.faults) else [args.interval, 0.0]
+    schedules = (
+        [0.0]
+        if args.at_once
+        else [args.interval]
+        if (args.smoke or args.faults)
+        else [args.interval, 0.0]
+    )
     meta = {
         "argv": " ".join(sys.argv[1:] if argv is None else argv),
         "date": time.strftime("%Y-%m-%d %H:%M"),
-        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}",
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
         "load_before": Path("/proc/loadavg").read_text().split()[:3],
     }
     runs = []
     for interval in schedules:
         args.interval = interval
-        with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
-            t = time.monotonic()
-            run = asyncio.run(run_class(args, Path(scratch)))
-            run["wall_s"] = time.monotonic() - t
-            runs.append(run)
+        scratch = Path(tempfile.mkdtemp(prefix="bench-class-"))
+        t = time.monotonic()
+        try:
+            run = asyncio.run(run_class(args, scratch))
+        finally:
+            if args.keep:
+                print(f"bench_class: hub folder and logs kept in {scratch}")
+            else:
+                shutil.rmtree(scratch, ignore_errors=True)
+        run["wall_s"] = time.monotonic() - t
+        runs.append(run)
     text = markdown(runs, meta)
     print(text)
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -1317,7 +1566,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         args.write.write_text(text + "\n")
     failed = [r for r in runs if not r["passed"]]
-    print(f"bench_class: {'FAILED' if failed else 'passed'} ({sum(r['wall_s'] for r in runs):.0f} s)")
+    print(
+        f"bench_class: {'FAILED' if failed else 'passed'} ({sum(r['wall_s'] for r in runs):.0f} s)"
+    )
     return 1 if failed else 0
 
 

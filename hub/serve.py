@@ -106,7 +106,14 @@ def start_proxy(env: dict[str, str], log, timeout: float = 30.0) -> subprocess.P
 
 
 def hub_command(state: Path, python: str = sys.executable) -> list[str]:
-    return [python, "-m", "jupyterhub", "-f", str(CONFIG), f"--JupyterHub.pid_file={state / 'hub.pid'}"]
+    return [
+        python,
+        "-m",
+        "jupyterhub",
+        "-f",
+        str(CONFIG),
+        f"--JupyterHub.pid_file={state / 'hub.pid'}",
+    ]
 
 
 def start_hub(env: dict[str, str], log, python: str = sys.executable, timeout: float = 90.0):
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped the hub, the students' servers and the proxy of {state}")
         return 0
     env = state_env(state, args.port, args.port + 81, args.port + 1)
-    log = open(state / "proxy.log", "ab")  # noqa: SIM115 - the proxy keeps it after we exit
+    log = open(state / "proxy.log", "ab")
     if not answers(f"http://127.0.0.1:{args.port + 1}/api/routes"):
         start_proxy(env, log)
         print(f"proxy started on 127.0.0.1:{args.port} (log {state / 'proxy.log'})")

@@ -66,7 +66,17 @@ def build(target: Path, source: Path = Path(".")) -> str:
         # A scratch index, and an empty work tree so that git compares with nothing on disk.
         index = {"GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_WORK_TREE": scratch}
         git("read-tree", source_head, git_dir=target, env=index)
-        git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", *EXCLUDED, git_dir=target, env=index)
+        git(
+            "rm",
+            "-r",
+            "-q",
+            "-f",
+            "--cached",
+            "--ignore-unmatch",
+            *EXCLUDED,
+            git_dir=target,
+            env=index,
+        )
         tree = git("write-tree", git_dir=target, env=index)
     try:
         previous = git("rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}", git_dir=target)
@@ -76,8 +86,11 @@ def build(target: Path, source: Path = Path(".")) -> str:
         commit = previous
     else:
         name, email = AUTHOR
-        who = {f"GIT_{role}_{part}": value for role in ("AUTHOR", "COMMITTER")
-               for part, value in (("NAME", name), ("EMAIL", email))}
+        who = {
+            f"GIT_{role}_{part}": value
+            for role in ("AUTHOR", "COMMITTER")
+            for part, value in (("NAME", name), ("EMAIL", email))
+        }
         parents = ["-p", previous] if previous else []
         message = f"Students' copy of {source_head[:12]} (without {', '.join(EXCLUDED)})"
         commit = git("commit-tree", tree, *parents, "-m", message, git_dir=target, env=who)
