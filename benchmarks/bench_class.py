@@ -1425,7 +1425,13 @@ def markdown(runs: list[dict], meta: dict) -> str:
         if run.get("faults"):
             lines += ["Faults:", ""]
             for name, fault in run["faults"].items():
-                details = ", ".join(f"{k} {v}" for k, v in fault.items() if k != "problem")
+                details = ", ".join(
+                    f"{k.replace('_', ' ')} {v:.1f}"
+                    if isinstance(v, float)
+                    else f"{k.replace('_', ' ')} {v}"
+                    for k, v in fault.items()
+                    if k != "problem"
+                )
                 verdict = (
                     f"**failed**: {fault['problem']}" if "problem" in fault else "nothing lost"
                 )

@@ -173,8 +173,8 @@ def _zombie(pid: int) -> bool:
 
 def stop_all(state: Path) -> None:
     """Stop the hub, every student's server (their kernels follow) and the proxy."""
-    pids = [int(p.read_text()) for p in (state / "hub.pid",) if p.exists()]
-    terminate(pids)
+    # The hub stops its culler first: SIGINT, then SIGTERM 10 s later if it is ignored.
+    terminate([int(p.read_text()) for p in (state / "hub.pid",) if p.exists()], grace=30)
     terminate(server_pids(state))
     proxy = state / "proxy.pid"
     if proxy.exists():
