@@ -61,6 +61,7 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import statistics
 import struct
 import subprocess
@@ -464,6 +465,7 @@ class Hub:
             ATTENTION_HUB_CULL_TIMEOUT=str(self.cull_timeout),
             ATTENTION_HUB_CULL_EVERY=str(cull_every(self.cull_timeout)),
             ATTENTION_HUB_ACTIVITY_INTERVAL=str(self.activity_interval),
+            ATTENTION_HUB_SERVER_PORTS=str(free_port_block(200)),
         )
         self.url = f"http://127.0.0.1:{self.env['ATTENTION_HUB_PORT']}"
         self.repo = self.workdir / "students.git"
@@ -540,11 +542,23 @@ def cull_every(timeout: int) -> int:
 
 
 def serve_free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def free_port_block(size: int) -> int:
+    """The first port of ``size`` free ports below the ephemeral range (for the servers),
+    so that a hub started by ``make hub`` beside this one keeps its own."""
+    for base in range(20000, 32768 - size, size):
+        try:
+            for port in range(base + 1, base + size):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no {size} free ports between 20000 and 32767")
 
 
 # --------------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ SINGLEUSER_VENV = Path(os.environ.get("ATTENTION_SINGLEUSER_VENV", ROOT / ".venv
 PORT = int(os.environ.get("ATTENTION_HUB_PORT", "8000"))  # the proxy: what students open
 HUB_API_PORT = int(os.environ.get("ATTENTION_HUB_API_PORT", "8081"))
 PROXY_API_PORT = int(os.environ.get("ATTENTION_PROXY_API_PORT", "8001"))
+# Student N's server listens on this + N (below the kernels' ports: own_port says why).
+SERVER_PORT_BASE = int(os.environ.get("ATTENTION_HUB_SERVER_PORTS", "20000"))
 # An idle server is stopped after this many seconds (1 h: a lecture's pause survives it).
 CULL_TIMEOUT = int(os.environ.get("ATTENTION_HUB_CULL_TIMEOUT", "3600"))
 CULL_EVERY = int(os.environ.get("ATTENTION_HUB_CULL_EVERY", "300"))
@@ -72,12 +74,26 @@ c.Authenticator.admin_users = {"instructor"}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "home" / "{username}")
 c.Spawner.cmd = [str(SINGLEUSER_VENV / "bin" / "jupyterhub-singleuser")]
-c.Spawner.args = ["--allow-root"] if os.geteuid() == 0 else []
+# Never move to another port than the hub chose (the hub would wait for it, then give up).
+c.Spawner.args = ["--ServerApp.port_retries=0", *(["--allow-root"] if os.geteuid() == 0 else [])]
 c.Spawner.default_url = "/lab"
 # A class arriving at once on two cores: a server may take a while to answer.
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 120
 c.Spawner.poll_interval = 10  # notice a dead server within 10 s (a poll is one kill(pid, 0))
+
+
+def own_port(spawner):
+    """Each student's server on a port of its own, below the range kernels take theirs from.
+
+    JupyterHub's default, a random free port, comes from the same ephemeral range
+    (32768-60999 on Linux) as every kernel's ZMQ ports: with 30 students starting at once,
+    a kernel took a server's port before the server had bound it (benchmark, 2026-12-01).
+    """
+    spawner.port = SERVER_PORT_BASE + spawner.user.id
+
+
+c.Spawner.pre_spawn_hook = own_port
 # Not PYTHONPATH: a student's kernel imports the attention_lib of their environment.
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL"]
 # The servers' environment, one entry per reason. (JupyterLab settings the series ships
