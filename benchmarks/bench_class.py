@@ -69,6 +69,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import urllib.parse
 import uuid
 from http.cookies import SimpleCookie
@@ -828,40 +829,28 @@ class BrowserStudent:
     # -- in the browser thread ---------------------------------------------------------
 
     def _login_and_pull(self) -> None:
-        page = self.context.new_page()
-        page.set_default_timeout(self.harness.PAGE_TIMEOUT)
-        self.guard.attach_page(page)
-        self.page = page
+        """The login form, then the nbgitpuller link, which opens 02 in JupyterLab."""
+        # The harness's JupyterLab front end, on the hub's server of this student: it needs
+        # the home (to read the notebook's cells) and nothing else of a server.
+        home = types.SimpleNamespace(root=self.hub.home(self.name), shutdown_kernels=lambda: None)
+        self.lab = self.harness.JupyterLabFrontend(self.context, home, self.guard)
+        self.lab.notebook = f"{serve.TARGET}/{NOTEBOOK}"
+        page = self.page = self.lab.page
         page.goto(f"{self.hub.url}/hub/login")
         page.fill("input[name=username]", self.name)
         page.fill("input[name=password]", self.password)
         page.click("input[type=submit], button[type=submit]")
         page.wait_for_url(re.compile(r"/(user/|hub/spawn)"), timeout=SPAWN_WAIT * 1000)
         query = urllib.parse.urlencode(
-            {**self.hub.link_query(), "urlpath": f"lab/tree/{serve.TARGET}/{NOTEBOOK}"}
+            {**self.hub.link_query(), "urlpath": f"lab/tree/{self.lab.notebook}"}
         )
         page.goto(f"{self.hub.url}/hub/user-redirect/git-pull?{query}")
-        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
+        self._wait_notebook()
+
+    def _wait_notebook(self) -> None:
+        self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
             timeout=SPAWN_WAIT * 1000
         )
-        server = type(
-            "Server",
-            (),
-            {
-                "root": self.hub.home(self.name),
-                "base_url": self.hub.url,
-                "token": "",
-                "shutdown_kernels": lambda self: None,
-            },
-        )()
-        self.lab = self.harness.JupyterLabFrontend.__new__(self.harness.JupyterLabFrontend)
-        self.lab.context, self.lab.server, self.lab.guard, self.lab.page = (
-            self.context,
-            server,
-            self.guard,
-            page,
-        )
-        self.lab.notebook, self.lab._facts = f"{serve.TARGET}/{NOTEBOOK}", None
         self.lab._wait_idle(self.harness.PAGE_TIMEOUT, require_run=False)
 
     def _run_all(self) -> list[str]:
@@ -938,11 +927,8 @@ class BrowserStudent:
         accept.wait_for(state="detached")
 
     def _reopen(self) -> None:
-        self.page.goto(f"{self.hub.url}/user/{self.name}/lab/tree/{serve.TARGET}/{NOTEBOOK}")
-        self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
-            timeout=SPAWN_WAIT * 1000
-        )
-        self.lab._wait_idle(self.harness.PAGE_TIMEOUT, require_run=False)
+        self.page.goto(f"{self.hub.url}/user/{self.name}/lab/tree/{self.lab.notebook}")
+        self._wait_notebook()
 
     def _still_logged_in(self) -> bool:
         page = self.context.new_page()
