@@ -225,7 +225,6 @@ class Kernel:
         self.models: dict[str, dict] = {}  # comm id -> widget state (buffers as sha256)
         self.statuses: list[str] = []  # every kernel status message, in order
         self._waiting: dict[str, asyncio.Queue] = {}
-        self.closed = asyncio.Event()
         self.reader = asyncio.ensure_future(self._read())
 
     @classmethod
@@ -259,7 +258,6 @@ class Kernel:
         while True:
             raw = await self.ws.read_message()
             if raw is None:
-                self.closed.set()
                 for queue in self._waiting.values():
                     queue.put_nowait(None)
                 return
@@ -470,11 +468,17 @@ class Hub:
         )
         self.url = f"http://127.0.0.1:{self.env['ATTENTION_HUB_PORT']}"
         self.repo = self.workdir / "students.git"
+        self.source = self.workdir / "series"
         self.log = open(self.workdir / "hub.log", "ab")
         self.proxy = self.hub = None
 
     def start(self) -> None:
-        students_copy.build(self.repo, ROOT)
+        # The instructor's checkout: this one's HEAD, in a repository of its own.
+        self.source.mkdir()
+        self.git("init", "-q")
+        self.git("fetch", "-q", "--no-tags", str(ROOT), "HEAD")
+        self.git("checkout", "-q", "-b", "series", "FETCH_HEAD")
+        students_copy.build(self.repo, self.source)
         self.proxy = serve.start_proxy(self.env, self.log)
         self.start_hub()
 
@@ -503,38 +507,39 @@ class Hub:
     def home(self, name: str) -> Path:
         return self.state / "home" / name
 
+    def saved(self, name: str) -> Path:
+        """A student's copy of the notebook the class works on."""
+        return self.home(name) / serve.TARGET / NOTEBOOK
+
+    def lost_edits(self, name: str, marks: list[str]) -> list[str]:
+        """The edits a student saved that their notebook no longer holds."""
+        try:
+            text = self.saved(name).read_text()
+        except OSError:
+            return list(marks)
+        return [mark for mark in marks if mark not in text]
+
     def link_query(self) -> dict[str, str]:
         return {"repo": self.repo.as_uri(), "branch": "main", "targetpath": serve.TARGET}
 
     def upstream_commit(self) -> dict[str, str]:
-        """The instructor edits 02 (its title cell) and 01, and publishes a new commit."""
-        scratch = self.workdir / "upstream"
-        subprocess.run(["git", "clone", "-q", self.repo.as_uri(), str(scratch)], check=True)
+        """The instructor edits 02 (its title cell) and 01 in their checkout, commits, and
+        publishes the students' copy again (what ``make students`` does)."""
         changed = {}
         for rel in (NOTEBOOK, "notebooks/01_soft_lookup.ipynb"):
-            path = scratch / rel
+            path = self.source / rel
             nb = json.loads(path.read_text())
             line = f"*Updated by the instructor: {uuid.uuid4().hex[:8]}.*"
-            first = nb["cells"][0]
-            first["source"] = (
-                [*first["source"], "\n", "\n", line]
-                if isinstance(first["source"], list)
-                else first["source"] + "\n\n" + line
-            )
+            nb["cells"][0]["source"] = "".join(nb["cells"][0]["source"]) + "\n\n" + line
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             changed[rel] = line
-        git = [
-            "git",
-            "-C",
-            str(scratch),
-            "-c",
-            "user.name=instructor",
-            "-c",
-            "user.email=i@localhost",
-        ]
-        subprocess.run([*git, "commit", "-q", "-am", "Notes for the next lecture"], check=True)
-        subprocess.run([*git, "push", "-q", "origin", "main"], check=True)
+        self.git("commit", "-q", "-am", "Notes for the next lecture")
+        students_copy.build(self.repo, self.source)
         return changed
+
+    def git(self, *args: str) -> None:
+        who = ["-c", "user.name=instructor", "-c", "user.email=instructor@localhost"]
+        subprocess.run(["git", "-C", str(self.source), *who, *args], check=True)
 
 
 def cull_every(timeout: int) -> int:
@@ -711,14 +716,10 @@ class Student:
         return mark
 
     def saved_text(self) -> str:
-        return (self.hub.home(self.name) / self.notebook_path()).read_text()
+        return self.hub.saved(self.name).read_text()
 
     def lost_edits(self) -> list[str]:
-        try:
-            text = self.saved_text()
-        except OSError:
-            return list(self.marks)
-        return [mark for mark in self.marks if mark not in text]
+        return self.hub.lost_edits(self.name, self.marks)
 
     async def beat(self) -> None:
         n = 0
@@ -776,7 +777,6 @@ class BrowserStudent:
         self.hub, self.name, self.password, self.workdir = hub, name, password, workdir
         self.result: dict = {"browser": True}
         self.marks: list[str] = []
-        self.calls: asyncio.Queue | None = None
         self._thread_calls = None
 
     # The browser lives in one thread; the asyncio side sends it work and awaits the answer.
@@ -897,7 +897,7 @@ class BrowserStudent:
         page.keyboard.type(mark)
         page.keyboard.press("Shift+Enter")
         page.keyboard.press("Control+s")
-        path = self.hub.home(self.name) / serve.TARGET / NOTEBOOK
+        path = self.hub.saved(self.name)
         deadline = time.monotonic() + 60
         while mark not in path.read_text():
             if time.monotonic() > deadline:
@@ -941,17 +941,12 @@ class BrowserStudent:
             page.close()
 
     def lost_edits(self) -> list[str]:
-        try:
-            text = (self.hub.home(self.name) / serve.TARGET / NOTEBOOK).read_text()
-        except OSError:
-            return list(self.marks)
-        return [mark for mark in self.marks if mark not in text]
+        return self.hub.lost_edits(self.name, self.marks)
 
     async def session(self, moves: int) -> dict:
         r = self.result
         t0 = time.monotonic()
         await self.call(self._login_and_pull)
-        r["ready_at"] = t0  # refined below from the hub's view
         r["login_to_notebook_s"] = time.monotonic() - t0
         t1 = time.monotonic()
         r["cells_failed"] = await self.call(self._run_all)
@@ -1264,7 +1259,7 @@ async def fault_kernel_kill(hub: Hub, admin: str, student: Student, browsers) ->
             kernels = kernel_pids(pid)
             if len(kernels) != 1:
                 raise RuntimeError(f"{victim.name}: expected one kernel, found {kernels}")
-            saved = (hub.home(victim.name) / serve.TARGET / NOTEBOOK).read_bytes()
+            saved = (hub.saved(victim.name)).read_bytes()
             os.kill(kernels[0], signal.SIGKILL)
             if isinstance(victim, Student):
                 deadline = time.monotonic() + 60
@@ -1291,7 +1286,7 @@ async def fault_kernel_kill(hub: Hub, admin: str, student: Student, browsers) ->
                     raise RuntimeError(f"{victim.name}: Run All after the kill: {failed}")
                 await victim.call(lambda v=victim: v._kernel_state("live"))
                 await victim.call(lambda v=victim: v._moves(1))
-            if (hub.home(victim.name) / serve.TARGET / NOTEBOOK).read_bytes() != saved:
+            if (hub.saved(victim.name)).read_bytes() != saved:
                 raise RuntimeError(
                     f"{victim.name}: the saved notebook changed when the kernel died"
                 )
@@ -1306,7 +1301,7 @@ async def fault_server_kill(hub: Hub, admin: str, student: Student, browsers) ->
     async def go():
         victims = [*browsers[:1], student]
         for victim in victims:
-            path = hub.home(victim.name) / serve.TARGET / NOTEBOOK
+            path = hub.saved(victim.name)
             saved = path.read_bytes()
             pid = await server_pid(admin, hub, victim.name)
             kernels = kernel_pids(pid)
@@ -1446,11 +1441,13 @@ def table_rows(run: dict) -> list[tuple[str, str]]:
     server = [m["server"] for m in mem]
     kernel = [k for m in mem for k in m["kernels"]]
     hub, load = run["hub_and_proxy_kib"], run["load_during_class"]
+    run_all = [r["run_all_s"] for r in run["per_student"].values() if "run_all_s" in r]
     ready = f"{_s(run['first_ready_s'])} / {_s(run['all_ready_s'])}"
     return [
         ("servers ready", f"{run['servers_ready']} of {run['students']}"),
         ("first / last server ready (protocol students, from the first arrival)", ready),
         ("whole class done (last edit saved)", f"{run['class_s']:.0f} s"),
+        ("running every cell of 02, per student: median / max", _seconds(run_all)),
         ("cells failed", sum(len(v) for v in run["cells_failed"].values())),
         ("edits lost", sum(len(v) for v in run["edits_lost"].values())),
         ("students who hit an error", len(run["failures"])),
@@ -1465,6 +1462,10 @@ def table_rows(run: dict) -> list[tuple[str, str]]:
         (
             "explorer key to new figure, Chromium: median / p95",
             _ms(run["round_trip_ms"]["browser"]),
+        ),
+        (
+            "explorer round trip per protocol student: lowest-highest median; p95",
+            _spread(run["round_trip_ms"]["protocol"]),
         ),
         (
             "load average (1 min) during the class: mean / max",
@@ -1483,6 +1484,17 @@ def _mem(samples: list[dict | None], pick=statistics.median) -> str:
     if not samples:
         return "-"
     return " / ".join(f"{pick([m[k] for m in samples]) / 1024:.0f}" for k in ("rss", "pss"))
+
+
+def _spread(stats: dict | None) -> str:
+    if not stats:
+        return "-"
+    medians, p95s = stats["student_medians"], stats["student_p95s"]
+    return f"{min(medians):.0f}-{max(medians):.0f} ms; {min(p95s):.0f}-{max(p95s):.0f} ms"
+
+
+def _seconds(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f} / {max(values):.0f} s" if values else "-"
 
 
 def _s(x):
