@@ -974,18 +974,21 @@ def _set_exception(future, exc):
 # --------------------------------------------------------------------------------------
 
 
+async def hub_server(admin_token: str, hub: Hub, name: str) -> dict | None:
+    """The hub's record of a student's server (with its state: the pid), or None."""
+    headers = {"Authorization": f"token {admin_token}"}
+    user = json.loads((await fetch("GET", f"{hub.url}/hub/api/users/{name}", headers=headers)).body)
+    return user.get("servers", {}).get("")
+
+
 async def server_pid(admin_token: str, hub: Hub, name: str) -> int | None:
-    user = json.loads(
-        (
-            await fetch(
-                "GET",
-                f"{hub.url}/hub/api/users/{name}",
-                headers={"Authorization": f"token {admin_token}"},
-            )
-        ).body
-    )
-    server = user.get("servers", {}).get("")
+    server = await hub_server(admin_token, hub, name)
     return server.get("state", {}).get("pid") if server else None
+
+
+async def server_ready(admin_token: str, hub: Hub, name: str) -> bool:
+    server = await hub_server(admin_token, hub, name)
+    return bool(server and server.get("ready"))
 
 
 async def admin_login(hub: Hub) -> str:
@@ -1024,12 +1027,12 @@ async def run_class(args, workdir: Path) -> dict:
     load = LoadSampler()
     load.start()
     browsers: list[BrowserStudent] = []
+    students: list[Student | BrowserStudent] = []
     try:
         hub.start()
         loop = asyncio.get_running_loop()
         password = hub.env["ATTENTION_HUB_PASSWORD"]
         names = [f"student{i + 1:02d}" for i in range(args.students)]
-        students = []
         for i, name in enumerate(names):
             if i < args.browser:
                 student = BrowserStudent(hub, name, password, workdir)
@@ -1045,6 +1048,7 @@ async def run_class(args, workdir: Path) -> dict:
         report["class_s"] = time.monotonic() - t_start
         admin = await admin_login(hub)
         memory = await measure_memory(admin, hub, names)
+        report["servers_ready"] = sum([await server_ready(admin, hub, name) for name in names])
         report["load_during_class"] = load.stop()
         report["per_student"] = {
             s.name: {**s.result, "memory_kib": memory[s.name]} for s in students
@@ -1059,14 +1063,14 @@ async def run_class(args, workdir: Path) -> dict:
             report["faults"] = await run_faults(hub, admin, students, browsers, args)
             report["load_during_faults"] = load.stop()
         report["edits_lost"] = {s.name: lost for s in students if (lost := s.lost_edits())}
-        return summarize(report, students, t_start)
+        return summarize(report, t_start)
     except BaseException:
         print(hub.log_tail(), file=sys.stderr)
         raise
     finally:
         if load.is_alive():
             load.stop()
-        for s in students if "students" in locals() else []:
+        for s in students:
             if isinstance(s, Student):
                 s.close_page()
         for b in browsers:
@@ -1074,7 +1078,7 @@ async def run_class(args, workdir: Path) -> dict:
         hub.stop()
 
 
-def summarize(report: dict, students, t_start: float) -> dict:
+def summarize(report: dict, t_start: float) -> dict:
     per = report["per_student"]
     ready = sorted(
         r["ready_at"] - t_start for r in per.values() if "ready_at" in r and "browser" not in r
@@ -1088,8 +1092,6 @@ def summarize(report: dict, students, t_start: float) -> dict:
         if (m := r["memory_kib"])["server"]
     ]
     report.update(
-        servers_ready=len(ready)
-        + len([r for r in per.values() if "browser" in r and "error" not in r]),
         first_ready_s=ready[0] if ready else None,
         all_ready_s=ready[-1] if ready else None,
         failures=failures,
@@ -1100,8 +1102,12 @@ def summarize(report: dict, students, t_start: float) -> dict:
             "browser": _trip_stats([t for n, t in trips.items() if "browser" in per[n]]),
         },
     )
-    report["passed"] = (
-        not failures and not cells and not report["edits_lost"] and not _fault_failures(report)
+    report["passed"] = not (
+        report["servers_ready"] < report["students"]
+        or failures
+        or cells
+        or report["edits_lost"]
+        or _fault_failures(report)
     )
     return report
 
