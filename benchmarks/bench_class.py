@@ -722,11 +722,16 @@ class Student:
         return self.hub.lost_edits(self.name, self.marks)
 
     async def beat(self) -> None:
+        """What an open explorer page does: ping every 15 s, whatever happened to the last."""
         n = 0
         while True:
             await asyncio.sleep(HEARTBEAT_S)
             n += 1
-            await self.kernel.ping(self.parts, n)
+            try:
+                self.result.setdefault("pongs", 0)
+                self.result["pongs"] += await self.kernel.ping(self.parts, n)
+            except (OSError, RuntimeError, websocket.WebSocketClosedError):
+                pass  # a page whose kernel is gone keeps asking too
 
     async def session(self, moves: int) -> dict:
         """Steps 1-5 of the module docstring; the figures go to ``self.result``."""
