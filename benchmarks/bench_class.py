@@ -802,12 +802,16 @@ class BrowserStudent:
         with sync_playwright() as pw:
             self.context = harness.launch_chromium(pw, self.workdir / f"chromium-{self.name}")
             self.guard = harness.NetworkGuard()
-            self.guard.allowed_noise.append(
+            self.guard.allowed_noise += [
                 (
                     r"^failed \S+/hub/api/users/[^/]+/server/progress\S* net::ERR_ABORTED$",
                     "the spawn page's progress stream, closed as the page moves on to the server",
-                )
-            )
+                ),
+                (
+                    r"^failed \S+/user/[^/]+/git-pull/api\S* net::ERR_ABORTED$",
+                    "nbgitpuller's progress stream, closed as its page moves on to the notebook",
+                ),
+            ]
             self.guard.attach_context(self.context)
             try:
                 while (job := self._thread_calls.get()) is not None:
