@@ -199,7 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, default=ROOT / "build" / "hub")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--repo", help="the students' copy (make students), as a path or URL")
+    parser.add_argument(
+        "--repo",
+        default=str(ROOT / "build" / "students.git"),
+        help="the students' copy (make students), as a path or URL",
+    )
     parser.add_argument("--stop", action="store_true", help="stop hub, servers and proxy")
     args = parser.parse_args(argv)
     state = args.state.resolve()
@@ -214,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"proxy started on 127.0.0.1:{args.port} (log {state / 'proxy.log'})")
     else:
         print(f"proxy already running on 127.0.0.1:{args.port}: the hub picks up its routes")
-    repo = args.repo if "://" in (args.repo or "://") else Path(args.repo).resolve().as_uri()
+    repo = args.repo if "://" in args.repo else Path(args.repo).resolve().as_uri()
     print(
         f"\nStudents open:\n  {pull_link(args.port, repo)}\n"
         f"Students log in with any name and the password {env['ATTENTION_HUB_PASSWORD']}; "
