@@ -117,6 +117,8 @@ c.JupyterHub.services = [
             f"--timeout={CULL_TIMEOUT}",
             f"--cull-every={CULL_EVERY}",
         ],
+        # Which hub it serves: a hub that was killed cannot stop it, serve.py --stop can.
+        "environment": {"ATTENTION_HUB_STATE": str(STATE)},
     }
 ]
 c.JupyterHub.load_roles = [

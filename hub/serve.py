@@ -171,10 +171,26 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+def labelled(state: Path) -> list[int]:
+    """Processes started with this state folder in their environment: the hub, its proxy
+    and its culler (which a hub that was killed, or took too long to stop, leaves behind);
+    not the students' servers, which the hub starts with an environment of their own."""
+    label = f"ATTENTION_HUB_STATE={state}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and label in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            pass  # gone, or not ours to read
+    return found
+
+
 def stop_all(state: Path) -> None:
-    """Stop the hub, every student's server (their kernels follow) and the proxy."""
+    """Stop the hub, its culler, every student's server (their kernels follow) and the proxy."""
     # The hub stops its culler first: SIGINT, then SIGTERM 10 s later if it is ignored.
     terminate([int(p.read_text()) for p in (state / "hub.pid",) if p.exists()], grace=30)
+    terminate([pid for pid in labelled(state) if pid != os.getpid()])
     terminate(server_pids(state))
     proxy = state / "proxy.pid"
     if proxy.exists():
