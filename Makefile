@@ -24,9 +24,16 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	  $(BIN)/python -m pip install --no-deps -e . && touch $@; \
 	else echo "$(VENV) was not made by this Makefile: using it as it is, installing nothing"; fi
 
+# The series' Jupyter configuration, etc/jupyter (docs/teaching.md): no news prompt, no news
+# or update fetches, no PyPI from the extension manager, no kernel to choose for a new notebook.
+# JUPYTER_CONFIG_PATH outranks ~/.jupyter for the few options it sets; settings a user saves in
+# JupyterLab still win, and so does a JUPYTER_CONFIG_PATH of the caller's. The browser tests
+# start what `make -n lab LAB_ROOT=<their copy>` prints, adding only a port and a token.
+LAB_ROOT ?= notebooks
 lab: setup
-	mkdir -p notebooks
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+	mkdir -p $(LAB_ROOT)
+	JUPYTER_CONFIG_PATH=$(if $(JUPYTER_CONFIG_PATH),$(JUPYTER_CONFIG_PATH):)$(CURDIR)/etc/jupyter \
+	  $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_ROOT) --ServerApp.ip=127.0.0.1 \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Board mode (README, "Instructors"): Voila on 127.0.0.1 with the board template of

@@ -96,9 +96,11 @@ def own_port(spawner):
 c.Spawner.pre_spawn_hook = own_port
 # Not PYTHONPATH: a student's kernel imports the attention_lib of their environment.
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL"]
-# The servers' environment, one entry per reason. (JupyterLab settings the series ships
-# belong here as one more entry.)
+# The servers' environment, one entry per reason.
 c.Spawner.environment = {
+    # The series' Jupyter configuration, as `make lab` uses it (docs/teaching.md, "JupyterLab
+    # starts quietly"): no news prompt, nothing fetched from another machine.
+    "JUPYTER_CONFIG_PATH": str(ROOT / "etc" / "jupyter"),
     # Thirty kernels share two cores: one BLAS thread each, or idle OpenBLAS threads
     # spin against the other students' (FIELD-NOTES: they spin after every call).
     "OPENBLAS_NUM_THREADS": "1",

@@ -311,6 +311,9 @@ def test_hub_serves_127_0_0_1_with_the_students_environment(hub_config):
     assert c.JupyterHub.hub_ip == "127.0.0.1"
     assert c.Spawner.cmd == [str(ROOT / ".venv-singleuser" / "bin" / "jupyterhub-singleuser")]
     assert "PYTHONPATH" not in c.Spawner.env_keep
+    # The series' quiet JupyterLab, as `make lab` starts it.
+    assert c.Spawner.environment["JUPYTER_CONFIG_PATH"] == str(ROOT / "etc" / "jupyter")
+    assert (ROOT / "etc" / "jupyter" / "labconfig" / "default_setting_overrides.json").is_file()
     (culler,) = c.JupyterHub.services
     assert culler["command"][1:3] == ["-m", "jupyterhub_idle_culler"]
     assert "--timeout=3600" in culler["command"]
