@@ -32,9 +32,9 @@ def test_masked_cells_are_drawn_distinct_from_zero_weight_cells():
     mask = causal_mask(3)
     mask[2, 2] = True
     fig, ax = plots.new_figure(pyplot=False, dpi=80)
-    plots.attention_heatmap(weights, ax=ax, mask=mask, annotate=False, colorbar=False)
-
-    (hatched,) = [p for p in ax.patches if p.get_gid() == "masked"]
+    hatched = plots.attention_heatmap(
+        weights, ax=ax, mask=mask, annotate=False, colorbar=False
+    ).masked
     assert hatched.get_hatch() == "//"
     squares = hatched.get_path().vertices.reshape(-1, 5, 2)[:, :4].mean(axis=1)  # cell centres
     assert sorted(map(tuple, squares[:, ::-1].tolist())) == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
@@ -67,7 +67,7 @@ def test_heatmap_labels_annotations_and_colormap():
     _fig, ax = plots.new_figure(pyplot=False)
     image = plots.attention_heatmap(
         weights, ax=ax, query_labels=["the", "cat"], key_labels=["a", "b"], title="weights"
-    )
+    ).image
     assert ax.get_xlabel() == "key" and ax.get_ylabel() == "query"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["the", "cat"]
@@ -228,11 +228,11 @@ def test_update_helpers_move_the_same_artists_in_place():
 
 def test_update_attention_heatmap_moves_weights_mask_and_annotations():
     fig, ax = plots.new_figure(pyplot=False, dpi=80)
-    plots.attention_heatmap(np.full((3, 3), 1 / 3), ax=ax, colorbar=False)
+    heatmap = plots.attention_heatmap(np.full((3, 3), 1 / 3), ax=ax, colorbar=False)
     children = list(ax.get_children())
     weights = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
-    moved = plots.update_attention_heatmap(ax, weights, mask=causal_mask(3))
-    assert list(ax.get_children()) == children and len(moved) == 2 + 9
+    plots.update_attention_heatmap(heatmap, weights, mask=causal_mask(3))
+    assert list(ax.get_children()) == children and len(heatmap.texts) == 9
     np.testing.assert_array_equal(ax.images[0].get_array().mask, ~causal_mask(3))
     assert [t.get_text() for t in ax.texts if t.get_visible()] == [
         "1.00",
@@ -245,10 +245,10 @@ def test_update_attention_heatmap_moves_weights_mask_and_annotations():
     masked = _pixel(fig, ax, 2.25, 0.0).astype(float)
     zero = np.array(mpl.colormaps["viridis"](0.0)[:3]) * 255
     assert np.abs(masked - zero).max() > 60  # the newly masked cell is grey now
-    plots.update_attention_heatmap(ax, np.full((3, 3), 1 / 3))  # mask removed again
+    plots.update_attention_heatmap(heatmap, np.full((3, 3), 1 / 3))  # mask removed again
     assert len(ax.patches[0].get_path().vertices) == 1
     with pytest.raises(ValueError, match="Draw a new heatmap"):
-        plots.update_attention_heatmap(ax, np.zeros((2, 3)))
+        plots.update_attention_heatmap(heatmap, np.zeros((2, 3)))
 
 
 def test_signed_heatmap_is_centred_at_zero_and_masked_cells_stay_hatched():
@@ -256,7 +256,7 @@ def test_signed_heatmap_is_centred_at_zero_and_masked_cells_stay_hatched():
     grad_scores = np.array([[0.0, 0.0], [0.3, -0.6]])
     image = plots.attention_heatmap(
         grad_scores, ax=ax, mask=causal_mask(2), signed=True, colorbar_label="∂L/∂S"
-    )
+    ).image
     assert image.get_clim() == (-0.6, 0.6)
     assert image.get_cmap().name.startswith(plots.DIVERGING_CMAP)
     # an unmasked zero is white-ish, a masked cell is the grey "bad" colour

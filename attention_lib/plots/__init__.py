@@ -20,7 +20,7 @@ artists in place. Everything public is importable from here, as
 Examples
 --------
 >>> fig, ax = new_figure()
->>> image = attention_heatmap(np.array([[0.7, 0.3], [0.5, 0.5]]), ax=ax)
+>>> heatmap = attention_heatmap(np.array([[0.7, 0.3], [0.5, 0.5]]), ax=ax)
 >>> ax.get_xlabel(), ax.get_ylabel()
 ('key', 'query')
 """
@@ -32,7 +32,7 @@ from .bars import WeightBars, update_weight_bars, weight_bars, weight_colors
 from .blend import Blend, blend_plot, update_blend_plot
 from .cards import kv_cards
 from .curves import score_histogram, variance_curve
-from .heatmaps import attention_heatmap, update_attention_heatmap
+from .heatmaps import Heatmap, attention_heatmap, update_attention_heatmap
 from .style import (
     COLORS,
     DISPLAY_WIDTH_PX,
@@ -57,6 +57,7 @@ __all__ = [
     "STYLES",
     "Arrows2D",
     "Blend",
+    "Heatmap",
     "WeightBars",
     "arrows_2d",
     "artist",
