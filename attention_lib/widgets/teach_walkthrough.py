@@ -133,9 +133,11 @@ def draw(fig, state):
         )
         for label, y in zip(BOARD_ROWS, _ROW_Y, strict=True)
     ]
+    # Unclipped, the bars and the output card reach only their own extent, not the whole
+    # axes: the shell then blits them without redrawing every card text on top.
     bars = [
         tuple(
-            ax.add_patch(Rectangle((x, _BAR_Y), width, _BAR_HEIGHT, facecolor=face))
+            ax.add_patch(Rectangle((x, _BAR_Y), width, _BAR_HEIGHT, facecolor=face, clip_on=False))
             for width, face in ((1.0, "#eeeeee"), (0.0, plots.COLORS["key"]))
         )
         for x in lefts
@@ -177,6 +179,7 @@ def draw(fig, state):
             boxstyle="round,pad=0.02,rounding_size=0.06",
             edgecolor=plots.COLORS["output"],
             linewidth=spec["line"] / 2,
+            clip_on=False,
         )
     )
     text(x + 0.5, 0.9, "output", fontsize=small, weight="bold")
