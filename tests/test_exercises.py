@@ -990,7 +990,14 @@ def test_each_planted_answer_breaks_its_line(run, diagnosis):
 # Red team: attempts written from the statements alone, after the checkers (see the mistakes
 # file). "pass" marks an answer that is right; anything else is the diagnosis it must get.
 
-CATCH_ALL = {"wrong_estimate", "wrong_gradient", "wrong_output", "unreadable_answer", "raised"}
+CATCH_ALL = {
+    "wrong_estimate",
+    "wrong_gradient",
+    "wrong_output",
+    "unreadable_answer",
+    "raised",
+    "not_finite",
+}
 RED_TEAM = [
     pytest.param(
         lambda: check_exercise_19_2(student.red_v_einsum_ddof, **FAST),
