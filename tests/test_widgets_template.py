@@ -94,7 +94,6 @@ NOT_YET_CONVERTED = {
     "online_softmax",
     "self_cross",
     "teach_walkthrough",
-    "training_steps",
 }
 
 
