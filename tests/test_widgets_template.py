@@ -254,6 +254,8 @@ def _bad_values(control):
 #: issue 22, phases 2-3; the mask editor's helper makes them say what fits).
 FAILED_CHANGES = [
     ("teach_walkthrough", {"step": 0}, False),
+    ("backward_step", {"h": 0.3}, False),  # a number between the slider's steps
+    ("training_steps", {"step_index": 31}, False),  # one past the last snapshot
     ("mask_editor", {"lengths": (1,)}, True),
     ("mask_editor", {"blocked": ((0,),)}, True),
 ]
