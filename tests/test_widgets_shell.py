@@ -591,3 +591,24 @@ def test_the_layout_depends_on_the_frozen_key_not_on_the_state_that_first_drew_i
     assert first_short.fig.axes[0].get_position().bounds == (
         first_wide.fig.axes[0].get_position().bounds
     )
+
+
+def test_an_axis_of_the_scene_keeps_the_room_of_the_tick_labels_draw_gave_it():
+    """The mask editor's key labels gain and lose "·pad": drawn at their widest, they fit."""
+    wide = ["a long key label", "and another"]
+
+    def draw(fig, state):
+        ax = fig.subplots()
+        ax.set_xticks([0, 1], wide, rotation=90)
+        return ax.xaxis
+
+    def refresh(axis, state):
+        axis.set_ticklabels(wide if state["angle"] > 0 else ["k0", "k1"])
+
+    explorer = _explorer(_spec(draw=draw, refresh=refresh))
+    explorer.set(angle=1.0)
+    fig = explorer.fig
+    renderer = fig.canvas.get_renderer()
+    labels = fig.axes[0].get_xticklabels()
+    assert [label.get_text() for label in labels] == wide
+    assert min(label.get_window_extent(renderer).y0 for label in labels) >= 0

@@ -428,11 +428,14 @@ def _stand_ins(scene):
     """The scene as the layout pass sees it, so the layout depends on the frozen key alone.
 
     A text of the scene counts as its number of lines, each as tall as "lp"
-    and no wider (a title keeps its room, whatever numbers it shows); the
-    other artists of the scene are left out of the layout.
+    and no wider (a title keeps its room, whatever numbers it shows); an axis
+    keeps the room of the tick labels ``draw`` gave it (so ``draw`` gives it
+    its widest ones); the other artists of the scene are left out of the layout.
     """
     kept = []
     for artist in _scene_artists(scene):
+        if isinstance(artist, Axis):
+            continue
         text = artist.get_text() if isinstance(artist, Text) else None
         kept.append((artist, artist.get_in_layout(), text))
         if text is None:
