@@ -496,6 +496,7 @@ def _blitted(fig, scene):
     spines bars stand on, a reference line across moving bars. The area a
     scene artist may reach is its clip box, or its extent when unclipped.
     Axes' ticks are never among them: they point outward, off the data.
+    Child axes (a secondary axis) are searched like the figure's axes.
     """
     moving = {id(artist) for artist in _scene_artists(scene)}
     renderer = fig.canvas.get_renderer()
@@ -509,8 +510,8 @@ def _blitted(fig, scene):
                 order.append(child)
                 clip = child.get_clip_box() if child.get_clip_on() else None
                 regions.append(clip if clip is not None else child.get_window_extent(renderer))
-            elif isinstance(child, Axes):
-                visit(child)
+            elif isinstance(child, Axes) or child in getattr(parent, "child_axes", ()):
+                visit(child)  # child axes too: a secondary axis is no Axes
             elif regions and child.get_visible() and not isinstance(child, Axis):
                 if _touches(child.get_window_extent(renderer), regions):
                     order.append(child)
