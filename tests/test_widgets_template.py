@@ -93,7 +93,6 @@ NOT_YET_CONVERTED = {
     "backward_step",
     "mask_editor",
     "online_softmax",
-    "self_cross",
     "teach_walkthrough",
     "training_steps",
 }
