@@ -19,6 +19,7 @@ on it.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import ipywidgets as widgets
@@ -286,6 +287,7 @@ def _heat_caption(mode):
     return f"rows: decoder queries; columns: {keys}"
 
 
+@functools.lru_cache(maxsize=1024)  # an outline costs 3 ms; refresh sizes six labels
 def _ink_width(text, size, weight="normal"):
     """Points from the first to the last ink of ``text`` set at ``size`` points (its outline)."""
     return TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight)).get_extents().width
