@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._validation import as_float_array
+from .attention import attention_backward, attention_forward
 
 _TINY = np.finfo(np.float64).tiny
 
@@ -172,15 +173,7 @@ def gradient_check(loss, inputs, analytic, *, eps=1e-6, tolerance=1e-6):
 
 
 def _default_forward(Q, K, V, mask=None):
-    from .attention import attention_forward
-
     return attention_forward(Q, K, V, mask, return_cache=True)
-
-
-def _default_backward(grad_output, cache):
-    from .attention import attention_backward
-
-    return attention_backward(grad_output, cache)
 
 
 def check_attention_gradients(
@@ -201,7 +194,7 @@ def check_attention_gradients(
     True
     """
     forward = forward or _default_forward
-    backward = backward or _default_backward
+    backward = backward or attention_backward
     inputs = _as_float64_inputs({"Q": Q, "K": K, "V": V})
     output, cache = forward(inputs["Q"], inputs["K"], inputs["V"], mask)
     upstream = np.random.default_rng(seed).standard_normal(np.shape(output))

@@ -3,7 +3,9 @@
 The examples themselves run as doctests (pytest --doctest-modules over
 attention_lib); this test makes sure nobody adds a public function without one,
 in the top-level namespace or in any submodule (plots, pitfalls, widgets and
-each explorer module).
+each explorer module). What the package exports is public wherever it is
+defined (``AttentionCache`` lives in the private module both attention paths
+share).
 """
 
 import importlib
@@ -37,6 +39,10 @@ def public_callables():
             defined_here = getattr(obj, "__module__", None) == module_name
             if defined_here and (inspect.isfunction(obj) or inspect.isclass(obj)):
                 found[f"{module_name}.{name}"] = obj
+    for name in attention_lib.__all__:
+        obj = getattr(attention_lib, name)
+        if obj not in found.values():
+            found[f"attention_lib.{name}"] = obj
     return found
 
 
@@ -48,6 +54,8 @@ def test_the_walk_finds_the_library():
     assert "attention_lib.plots.heatmaps.attention_heatmap" in PUBLIC
     assert "attention_lib.widgets.soft_lookup.update" in PUBLIC
     assert "attention_lib.pitfalls.large_negative_fill" in PUBLIC
+    assert "attention_lib.attention.attention_path" in PUBLIC
+    assert "attention_lib.AttentionCache" in PUBLIC  # defined in a private module
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))
