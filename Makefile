@@ -1,4 +1,5 @@
 # Two commands for a fresh machine with Python 3.11+: `make lab` and `make test`.
+# Contributors' inner loop: `make test-fast`, everything but the browser tests.
 # VENV=/path uses an existing environment as it is (see the setup rule below).
 VENV ?= .venv
 PYTHON ?= python3
@@ -9,7 +10,7 @@ NOTEBOOKS := $(shell find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpo
 # Tests and kernels import attention_lib from this checkout, whatever the venv holds.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: lab board slides test execute exercises lock setup
+.PHONY: lab board slides test test-fast execute exercises lock setup
 
 setup: $(STAMP)
 
@@ -54,16 +55,27 @@ slides: setup
 	  --TagRemovePreprocessor.remove_cell_tags='["instructor-note"]' \
 	  --output-dir build/slides $(NB)
 
+# `make test` is `make test-fast` plus the browser tests (CONTRIBUTING.md). pytest-xdist
+# shares the other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs
+# them in this process). The browser tests run alone, in one process: they share one
+# JupyterLab, one Voila and one Chromium per session, and they time the page.
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest
+
+test: test-fast
+	$(PYTEST) -m browser
+
 # pytest exits 5 when it collects nothing: accepted for the notebook step only when
-# there is no notebook at all (the series is still being written).
-test: setup
+# there is no notebook at all (the series is still being written). nbval runs whole
+# notebooks per worker (--dist loadfile): one notebook's cells share one kernel.
+test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(PYTEST) -m "not browser" -n $(WORKERS)
 ifeq ($(NOTEBOOKS),)
 	@echo "No notebooks yet: nbval step skipped."
 else
-	$(BIN)/python -m pytest --nbval notebooks/ --nbval-current-env \
+	$(PYTEST) --nbval notebooks/ --nbval-current-env -n $(WORKERS) --dist loadfile \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 endif
 	@for b in benchmarks/bench_*.py; do [ -e "$$b" ] || continue; \
