@@ -30,7 +30,7 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Board mode (README, "Instructors"): Voila on 127.0.0.1 with the board template of
+# Board mode (docs/teaching.md): Voila on 127.0.0.1 with the board template of
 # share/jupyter/voila/templates/board, so no page asks a CDN for anything. NB= serves one
 # notebook, THEME=dark the dark theme (any page also takes ?theme=dark), PORT= another port.
 # ATTENTION_STYLE=board is read by the explorers and figures as their default style.
@@ -48,7 +48,7 @@ board: setup
 
 # A reveal.js slide deck of one notebook from its stored outputs (static figures), code
 # hidden, instructor notes left out: build/slides/NAME.slides.html. reveal.js, MathJax and
-# require.js come from CDNs (README, "Instructors").
+# require.js come from CDNs (docs/teaching.md, "Slides").
 slides: setup
 	@test -n "$(NB)" || { echo "usage: make slides NB=notebooks/NN_name.ipynb" >&2; exit 2; }
 	$(BIN)/jupyter nbconvert --to slides --no-input --no-prompt \
