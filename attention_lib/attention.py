@@ -88,6 +88,11 @@ def attention_path(path):
     one thread or asyncio task leaves the others alone) and is undone on leaving
     it, also on an exception; blocks nest.
 
+    Returns
+    -------
+    context manager
+        Enter it with ``with``; the previous choice is back when the block ends.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -125,6 +130,19 @@ def _runs_fast(Q, K):
 
 def attention_scores(Q, K, *, scaled=True):
     """Scores ``Q K^T / sqrt(d_k)`` (or ``Q K^T`` with ``scaled=False``).
+
+    Parameters
+    ----------
+    Q : array_like, shape (..., T_q, d_k)
+    K : array_like, shape (..., T_k, d_k)
+        Queries and keys; the leading axes broadcast.
+    scaled : bool, default True
+        Divide by ``sqrt(d_k)`` (eq. 19.1); False gives the raw dot products.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., T_q, T_k)
+        One score per query and key, in the inputs' dtype.
 
     Examples
     --------
@@ -249,6 +267,19 @@ def softmax_backward(weights, grad_weights):
 
     ``grad_scores = A * (grad_A - rowsum(grad_A * A))``. Entries with zero
     weight (masked keys) get exactly zero gradient.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+        The softmax's output ``A``, row by row.
+    grad_weights : array_like, same shape as ``weights``
+        The loss's gradient with respect to those weights, ``grad_A``.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``weights``
+        ``grad_scores``; each row sums to zero (up to rounding), because adding a
+        constant to a row of scores does not change its softmax.
 
     Examples
     --------

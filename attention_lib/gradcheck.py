@@ -29,6 +29,16 @@ _TINY = np.finfo(np.float64).tiny
 def relative_error(analytic, numeric):
     """Norm-wise relative error ``||a - n|| / max(||a|| + ||n||, tiny)``.
 
+    Parameters
+    ----------
+    analytic, numeric : array_like
+        Two gradients of the same shape.
+
+    Returns
+    -------
+    float
+        Between 0 (equal) and 1 (opposite directions); 0 for two zero arrays.
+
     Examples
     --------
     >>> relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0]))
@@ -66,6 +76,22 @@ def numerical_gradient(loss: Callable[..., float], inputs, name, eps=1e-6):
 
     Each entry is perturbed by ``+eps`` and ``-eps`` in float64:
     ``(loss(x + eps) - loss(x - eps)) / (2 eps)``.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(**inputs)`` returns a scalar.
+    inputs : mapping of str to array_like
+        The point at which to differentiate; copied to float64.
+    name : str
+        The input to differentiate with respect to.
+    eps : float, default 1e-6
+        The finite-difference step.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64, the shape of ``inputs[name]``.
 
     Examples
     --------
@@ -185,6 +211,27 @@ def check_attention_gradients(
     matters to the loss. By default the library's own pair is checked; pass
     ``forward(Q, K, V, mask) -> (output, cache)`` and
     ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)`` to check yours.
+
+    Parameters
+    ----------
+    Q, K, V : array_like
+        The point at which to check, as for ``attention_forward``; copied to float64.
+    mask : array_like of bool, optional
+        Passed to ``forward``.
+    forward : callable, optional
+        ``forward(Q, K, V, mask) -> (output, cache)``; the library's by default.
+    backward : callable, optional
+        ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)``; the library's
+        by default.
+    seed : int, default 0
+        Seed of the upstream gradient ``G``.
+    eps, tolerance : float, default 1e-6
+        As for :func:`gradient_check`.
+
+    Returns
+    -------
+    GradCheckReport
+        The relative error of each of ``grad_Q``, ``grad_K``, ``grad_V``.
 
     Examples
     --------

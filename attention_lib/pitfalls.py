@@ -274,6 +274,16 @@ def softmax_backward_sign_error(weights, grad_weights):
 
     Right call: ``softmax_backward(weights, grad_weights)``.
 
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+    grad_weights : array_like, same shape as ``weights``
+
+    Returns
+    -------
+    numpy.ndarray
+        Wrong score gradients: their rows do not sum to zero.
+
     Examples
     --------
     >>> from attention_lib import pitfalls
