@@ -1,8 +1,10 @@
-"""Input checks shared by the public functions.
+"""Input checks shared by the public functions: the library's internal checks.
 
 Every public function calls these first, so a mistake is reported where the
 user made it, in words, instead of as a broadcasting traceback from deep inside
-NumPy or as a NaN that spreads silently.
+NumPy or as a NaN that spreads silently. The module is private, but its names
+are the library's shared checks: any module of the package (the exercise
+checkers included) may import them, and they keep their names and messages.
 """
 
 from __future__ import annotations
