@@ -6,9 +6,9 @@ notebook's first cell, its kernel loads ``tests/figure_text.py`` and notes the
 text of every figure it prints; after the last cell, this plugin asks for the
 report and fails the notebook (an error at the teardown of its last cell) if a
 text is under ``MIN_TEXT_PX`` where JupyterLab shows it, or if the kernel
-printed a different number of figures than the notebook stores PNGs (then some
-stored figure was not measured: a stale notebook, or a figure that does not come
-from matplotlib).
+printed a different number of figures than the cells it ran store PNGs (then
+some stored figure was not measured: a stale notebook, or a figure that does not
+come from matplotlib).
 
 Nothing runs twice: the figures are measured as nbval draws them. Loaded by the
 root ``conftest.py``; without ``--nbval`` it does nothing.
@@ -58,8 +58,10 @@ def run_in_kernel(kernel, code, timeout=60):
             return "".join(printed)
 
 
-def stored_figures(nb):
-    return sum("image/png" in out.get("data", {}) for c in nb.cells for out in c.get("outputs", []))
+def stored_figures(cells):
+    """PNG outputs stored by the cells nbval ran (selected, not tagged nbval-skip)."""
+    ran = [cell.cell for cell in cells if not cell.options["skip"]]
+    return sum("image/png" in out.get("data", {}) for cell in ran for out in cell.outputs)
 
 
 @pytest.hookimpl(trylast=True)
@@ -83,7 +85,7 @@ def pytest_runtest_teardown(item, nextitem):
     if report is None:
         return
     name = Path(str(notebook.fspath)).name
-    stored = stored_figures(notebook.nb)
+    stored = stored_figures([cell for cell in item.session.items if cell.parent is notebook])
     problems = []
     if report["figures"] != stored:
         problems.append(
