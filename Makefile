@@ -25,9 +25,16 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	  $(BIN)/python -m pip install --no-deps -e . && touch $@; \
 	else echo "$(VENV) was not made by this Makefile: using it as it is, installing nothing"; fi
 
+# The series' Jupyter configuration, etc/jupyter (docs/teaching.md): no news prompt, no news
+# or update fetches, no PyPI from the extension manager, no kernel to choose for a new notebook.
+# JUPYTER_CONFIG_PATH outranks ~/.jupyter for the few options it sets; settings a user saves in
+# JupyterLab still win, and so does a JUPYTER_CONFIG_PATH of the caller's. The browser tests
+# start what `make -n lab LAB_ROOT=<their copy>` prints, adding only a port and a token.
+LAB_ROOT ?= notebooks
 lab: setup
-	mkdir -p notebooks
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+	mkdir -p $(LAB_ROOT)
+	JUPYTER_CONFIG_PATH=$(if $(JUPYTER_CONFIG_PATH),$(JUPYTER_CONFIG_PATH):)$(CURDIR)/etc/jupyter \
+	  $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_ROOT) --ServerApp.ip=127.0.0.1 \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Board mode (docs/teaching.md): Voila on 127.0.0.1 with the board template of
@@ -55,15 +62,19 @@ slides: setup
 	  --TagRemovePreprocessor.remove_cell_tags='["instructor-note"]' \
 	  --output-dir build/slides $(NB)
 
-# `make test` is `make test-fast` plus the browser tests (CONTRIBUTING.md). pytest-xdist
-# shares the other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs
-# them in this process). The browser tests run alone, in one process: they share one
-# JupyterLab, one Voila and one Chromium per session, and they time the page.
+# `make test` is `make test-fast` plus what drives Chromium (CONTRIBUTING.md): the browser
+# tests, and the simulated class's smoke run (a hub, six students, one in Chromium; it
+# skips without `make hub-setup` unless ATTENTION_REQUIRE_HUB=1). pytest-xdist shares the
+# other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs them in this
+# process). The browser tests run alone, in one process: they share one JupyterLab, one
+# Voila and one Chromium per session, and they time the page.
 WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest
+CLASS_BENCHMARK := benchmarks/bench_class.py
 
 test: test-fast
 	$(PYTEST) -m browser
+	$(BIN)/python $(CLASS_BENCHMARK) --smoke
 
 # pytest exits 5 when it collects nothing: accepted for the notebook step only when
 # there is no notebook at all (the series is still being written). nbval runs whole
@@ -78,7 +89,7 @@ else
 	$(PYTEST) --nbval notebooks/ --nbval-current-env -n $(WORKERS) --dist loadfile \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 endif
-	@for b in benchmarks/bench_*.py; do [ -e "$$b" ] || continue; \
+	@for b in $(filter-out $(CLASS_BENCHMARK),$(wildcard benchmarks/bench_*.py)); do \
 	  echo "$(BIN)/python $$b --smoke"; $(BIN)/python $$b --smoke || exit 1; done
 
 execute: setup
@@ -98,3 +109,72 @@ lock:
 	$(UV) pip compile requirements.txt --universal --python-version 3.11 \
 	  -q -o constraints.txt \
 	  --custom-compile-command "make lock  (uv pip compile requirements.txt --universal --python-version 3.11)"
+
+# ---------------------------------------------------------------------------------------
+# A class on one server (docs/teaching.md, "A class on one server"): JupyterHub with its
+# proxy, the idle culler and nbgitpuller links, in environments of their own.
+# - $(HUB_VENV): the instructor's environment (hub/requirements-instructor.txt): the hub,
+#   the culler and nbgrader, whose server and lab extensions students must not get.
+# - $(SINGLEUSER_VENV): what each student's server runs (hub/requirements-singleuser.txt):
+#   the series' environment plus jupyterhub at the hub's version and nbgitpuller.
+# - hub/node_modules: configurable-http-proxy, `npm ci` from hub/package-lock.json.
+HUB_VENV ?= .venv-hub
+SINGLEUSER_VENV ?= .venv-singleuser
+HUB_STATE ?= build/hub
+STUDENTS_REPO ?= build/students.git
+
+.PHONY: instructor singleuser proxy hub-setup hub hub-stop students lock-hub
+
+define make_venv
+	@test -x $(1)/bin/python || { \
+	  $(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"' && \
+	  $(PYTHON) -m venv $(1); }
+endef
+
+instructor: $(HUB_VENV)/.attention-installed
+$(HUB_VENV)/.attention-installed: hub/requirements-instructor.txt hub/constraints-instructor.txt
+	$(call make_venv,$(HUB_VENV))
+	$(HUB_VENV)/bin/python -m pip install -r hub/requirements-instructor.txt \
+	  -c hub/constraints-instructor.txt && touch $@
+
+singleuser: $(SINGLEUSER_VENV)/.attention-installed
+$(SINGLEUSER_VENV)/.attention-installed: hub/requirements-singleuser.txt \
+    hub/constraints-singleuser.txt requirements.txt pyproject.toml
+	$(call make_venv,$(SINGLEUSER_VENV))
+	$(SINGLEUSER_VENV)/bin/python -m pip install -r hub/requirements-singleuser.txt \
+	  -c hub/constraints-singleuser.txt && \
+	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps -e . && touch $@
+
+# The proxy's lock names versions whose engines this machine's Node meets; npm ci
+# (engine-strict, hub/.npmrc) refuses any other. Node is checked first, with the fix.
+proxy: hub/node_modules/.package-lock.json
+hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "The hub's proxy \
+	(configurable-http-proxy, an npm package) needs Node.js and npm: apt-get install nodejs npm" >&2; \
+	exit 1; }
+	cd hub && node check_node.js && npm ci --no-audit --no-fund
+
+hub-setup: instructor singleuser proxy
+
+# The copy students pull: this checkout's HEAD without the instructor's files
+# (hub/students_copy.py says which), committed to $(STUDENTS_REPO), branch main.
+students:
+	$(PYTHON) hub/students_copy.py $(STUDENTS_REPO)
+
+# The hub on http://127.0.0.1:8000 (PORT_HUB=), its proxy started beside it and left
+# running across hub restarts; Ctrl-C stops the hub only (student servers keep running,
+# the next `make hub` picks them up); `make hub-stop` stops servers and proxy too.
+PORT_HUB ?= 8000
+hub: hub-setup students
+	$(HUB_VENV)/bin/python hub/serve.py --state $(HUB_STATE) --port $(PORT_HUB) \
+	  --repo $(abspath $(STUDENTS_REPO))
+hub-stop:
+	$(HUB_VENV)/bin/python hub/serve.py --state $(HUB_STATE) --stop
+
+lock-hub:
+	$(UV) pip compile hub/requirements-instructor.txt --universal --python-version 3.11 \
+	  -q -o hub/constraints-instructor.txt --custom-compile-command "make lock-hub"
+	$(UV) pip compile hub/requirements-singleuser.txt -c constraints.txt --universal \
+	  --python-version 3.11 -q -o hub/constraints-singleuser.txt \
+	  --custom-compile-command "make lock-hub"
+	cd hub && npm install --package-lock-only --no-audit --no-fund

@@ -43,6 +43,7 @@ from .exercises import (
     check_exercise_19_2,
     check_exercise_19_3,
     check_exercise_19_4,
+    check_exercise_19_4c,
 )
 from .gradcheck import (
     GradCheckReport,
@@ -105,6 +106,7 @@ __all__ = [
     "check_exercise_19_2",
     "check_exercise_19_3",
     "check_exercise_19_4",
+    "check_exercise_19_4c",
     "combine_masks",
     "document_ids",
     "dot_product_variance",

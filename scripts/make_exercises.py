@@ -7,8 +7,8 @@ answers sit between nbgrader's delimiters, ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` (each alone on its line), in code cells and in Markdown
 cells alike, and each such cell carries nbgrader's cell metadata
 (``metadata.nbgrader``: code answers are autograded-answer cells, written
-answers manually graded cells with points), so an instructor who grades with
-nbgrader can use it as it is. This script does what
+answers manually graded cells with points); each checker cell is a locked
+autograder test cell with the points of its part. This script does what
 nbgrader's ``generate_assignment`` does with them, without depending on nbgrader:
 
 * in a code cell, each region becomes ``# YOUR CODE HERE`` and

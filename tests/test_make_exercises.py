@@ -28,6 +28,14 @@ needs_master = pytest.mark.skipif(
     not HAS_MASTER, reason="notebooks/solutions/ was left out of this copy (a student handout)"
 )
 ANCHORS = [f"exercise-19-{n}" for n in range(1, 5)]
+# Every checker cell, in order, and the exercise label its report starts with.
+CHECKERS = (
+    ("check_exercise_19_1(", "19.1"),
+    ("check_exercise_19_2(", "19.2"),
+    ("check_exercise_19_3(", "19.3"),
+    ("check_exercise_19_4(", "19.4"),
+    ("check_exercise_19_4c(", "19.4 (c)"),
+)
 
 
 def read(path):
@@ -60,7 +68,7 @@ def test_no_solution_reaches_the_student_notebook():
     region = re.compile(r"BEGIN SOLUTION\n(.*?)\n[^\n]*END SOLUTION", re.DOTALL)
     student_text = "\n".join(cell.source for cell in student.cells)
     solutions = [body for cell in master.cells for body in region.findall(cell.source)]
-    assert len(solutions) >= 8  # 19.1-19.4: code answers and written answers
+    assert len(solutions) >= 9  # 19.1-19.4: code answers and written answers
     assert "SOLUTION" not in student_text
     for body in solutions:
         for line in body.splitlines():
@@ -78,10 +86,11 @@ def test_each_exercise_has_an_anchored_heading_a_scaffold_and_a_checker():
             assert len(heading) == 1, (path.name, anchor)
             assert f"## Exercise 19.{number}" in heading[0]
         code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
-        for number in range(1, 5):
-            assert f"check_exercise_19_{number}(" in code
+        for call, _ in CHECKERS:
+            assert call in code
     student_code = [cell.source for cell in read(make_exercises.STUDENT).cells]
-    assert sum("raise NotImplementedError()" in source for source in student_code) == 5
+    # five answer cells, and the opening's instructions that name the line
+    assert sum("raise NotImplementedError()" in source for source in student_code) == 6
 
 
 @needs_master
@@ -101,7 +110,49 @@ def test_every_solution_cell_carries_nbgrader_metadata_with_its_own_grade_id():
             else:
                 assert nbgrader.get("grade") is False
             grade_ids.append(nbgrader["grade_id"])
-    assert len(grade_ids) == len(set(grade_ids)) == 8
+    assert len(grade_ids) == len(set(grade_ids)) == 9
+
+
+@needs_master
+def test_every_part_carries_points_on_its_checker_or_its_written_answer():
+    """Checker cells are nbgrader's locked test cells with the points of their part."""
+    cells = read(make_exercises.MASTER).cells
+    checkers = [cell for cell in cells if cell.source.startswith("check_exercise_19_")]
+    assert [cell.source.split(")")[0] for cell in checkers] == [
+        call + rest
+        for (call, _), rest in zip(
+            CHECKERS,
+            ["soft_lookup_answers", "estimate_score_variance", "softmax_row_backward"]
+            + [
+                "forward, backward",
+                "central_difference, gradient_errors, forward=forward, backward=backward",
+            ],
+            strict=True,
+        )
+    ]
+    points = {}
+    for cell in cells:
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if nbgrader.get("grade"):
+            assert nbgrader["points"] > 0 and nbgrader["schema_version"] == 3
+            points[nbgrader["grade_id"]] = nbgrader["points"]
+            if cell in checkers:
+                assert nbgrader["locked"] and not nbgrader["solution"]
+    assert all(cell.metadata["nbgrader"]["grade"] for cell in checkers)
+    parts = [
+        "19-1-a",
+        "19-1-b",
+        "19-2-a",
+        "19-2-b",
+        "19-3-a",
+        "19-3-b",
+        "19-4-a",
+        "19-4-b",
+        "19-4-c",
+    ]
+    assert (
+        sorted(grade_id.removesuffix("-check")[len("exercise-") :] for grade_id in points) == parts
+    )
 
 
 @needs_master
@@ -168,7 +219,7 @@ def test_links_are_rebased_for_the_student_folder():
 
 
 def checker_reports(path):
-    """The text each ``check_exercise_19_N(...)`` cell stored, in order."""
+    """The text each ``check_exercise_19_...(...)`` cell stored, in order."""
     reports = []
     for cell in read(path).cells:
         if cell.cell_type == "code" and cell.source.startswith("check_exercise_19_"):
@@ -181,7 +232,9 @@ def checker_reports(path):
 def test_stored_solutions_pass_every_checker_and_the_scaffolds_are_not_attempted():
     solved = checker_reports(make_exercises.MASTER)
     scaffold = checker_reports(make_exercises.STUDENT)
-    assert len(solved) == len(scaffold) == 4
-    for number, (done, todo) in enumerate(zip(solved, scaffold, strict=True), 1):
-        assert done.startswith(f"Exercise 19.{number} · ") and ": passed\n" in done
-        assert todo.startswith(f"Exercise 19.{number} · ") and ": not attempted yet\n" in todo
+    assert len(solved) == len(scaffold) == len(CHECKERS)
+    for (_, label), done, todo in zip(CHECKERS, solved, scaffold, strict=True):
+        assert done.startswith(f"Exercise {label} · ") and ": passed\n" in done
+        assert todo.startswith(f"Exercise {label} · ") and ": not attempted yet\n" in todo
+        notes = re.findall(r"Note: .*?\[(\w+)\]", done, re.DOTALL)
+        assert "✗" not in done and set(notes) <= {"own_pair_judged"}  # no float32 note etc.

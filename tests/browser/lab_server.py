@@ -6,16 +6,20 @@ settings / workspaces / runtime folders of its own inside a temporary
 directory (so neither the user's Jupyter setup nor a previous run can change
 what the browser sees), and a server root that holds *copies* of the
 notebooks, so the browser can never modify the repository's stored notebooks.
-JupyterLab also gets a generated token. ``stop()`` terminates the whole
-process group (server and kernels) and kills it if it does not go within a
-few seconds.
+JupyterLab is started as ``make lab`` starts it, with the series' settings
+(``etc/jupyter``; the command line is read from ``make -n lab``), plus a port and
+a generated token; a record of every host its process tries to reach is kept
+(``server_audit/``). ``stop()`` terminates the whole process group (server and
+kernels) and kills it if it does not go within a few seconds.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -26,15 +30,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-# Settings JupyterLab reads from JUPYTERLAB_SETTINGS_DIR before the page loads.
-LAB_SETTINGS = {
-    # The news / update pop-up otherwise covers the notebook and asks for a
-    # network fetch; --LabApp.news_url=None alone does not remove it (FIELD-NOTES).
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false",
-        "checkForUpdates": False,
-    },
-}
+from .notebook_registry import REPO
+
+# Imported by the JupyterLab server at start-up: it records what the server reaches.
+SERVER_AUDIT = Path(__file__).resolve().parent / "server_audit"
 
 
 def free_port() -> int:
@@ -108,15 +107,12 @@ class LocalJupyterServer:
             path = self.workdir / sub
             path.mkdir()
             dirs[var] = str(path)
-        for rel, content in LAB_SETTINGS.items():
-            target = Path(dirs["JUPYTERLAB_SETTINGS_DIR"]) / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(content, indent=2))
         env = dict(os.environ, **dirs)
         # The inline backend is what students get; a test runner's MPLBACKEND=Agg
         # would make plt.show() draw nothing in the kernel.
         env.pop("MPLBACKEND", None)
         env.pop("JUPYTER_PATH", None)
+        env.pop("JUPYTER_CONFIG_PATH", None)
         env.pop("JUPYTER_TOKEN", None)
         env["JUPYTER_PLATFORM_DIRS"] = "1"
         if pythonpath is not None:
@@ -198,32 +194,67 @@ class LocalJupyterServer:
                 self._log = None
 
 
+def make_lab_command(root: Path) -> tuple[dict[str, str], list[str]]:
+    """The environment assignments and the command line ``make lab`` runs to
+    serve ``root`` with this interpreter's environment, from its dry run."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        # A make above us (make test) would lend its jobserver; a config path of the
+        # caller's would come before the series' one.
+        if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "JUPYTER_CONFIG_PATH"}
+    }
+    command = ["make", "--no-print-directory", "-n", "-C", str(REPO), "lab"]
+    command += [f"VENV={sys.prefix}", f"LAB_ROOT={root}"]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", "") or exc
+        raise RuntimeError(
+            f"cannot read make lab's command ({shlex.join(command)}): {detail}"
+        ) from exc
+    dry_run = done.stdout
+    for line in dry_run.replace("\\\n", " ").splitlines():
+        words = shlex.split(line)
+        assignments = []
+        while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
+            assignments.append(words.pop(0))
+        if words[1:2] == ["lab"]:
+            return dict(a.split("=", 1) for a in assignments), words
+    raise RuntimeError(f"`make -n lab` printed no `jupyter lab` command:\n{dry_run}")
+
+
 class JupyterLabServer(LocalJupyterServer):
-    """``jupyter lab`` on 127.0.0.1 with a generated token."""
+    """``make lab``'s JupyterLab with a generated token, on a port of its own."""
 
     name = "jupyter lab"
 
     def __init__(self, workdir: Path, sources: dict[str, Path], pythonpath: Path | None = None):
         self.token = secrets.token_hex(24)
         super().__init__(workdir, sources, pythonpath)
+        self.audit_log = self.workdir / "server-audit.log"
+        self.env["ATTENTION_SERVER_AUDIT"] = str(self.audit_log)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            p for p in [str(SERVER_AUDIT), self.env.get("PYTHONPATH", "")] if p
+        )
+        assignments, self._make_lab = make_lab_command(self.root)
+        self.env.update(assignments)
 
     def command(self) -> list[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyterlab",
+        return [
+            *self._make_lab,
             "--no-browser",
-            "--ip=127.0.0.1",
             f"--port={self.port}",
             "--ServerApp.port_retries=0",  # fail rather than move to another port
             f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=None",
-            "--ServerApp.terminals_enabled=False",
         ]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-root")
-        return cmd
+
+    def hosts_reached(self) -> list[str]:
+        """What the server or a kernel resolved or connected to off this machine so far."""
+        try:
+            return self.audit_log.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
 
     def probe(self) -> None:
         self.api("GET", "/api/status", timeout=2)

@@ -1,0 +1,64 @@
+"""Checkers for the chapter's exercises 19.1-19.4 that name the mistake.
+
+Each checker takes the student's answer (a dict of choices, or the functions
+the exercise asks for), runs it on fixed, seeded probes and returns an
+:class:`ExerciseReport`: ``.passed``, a list of :class:`Finding` (each with a
+diagnosis name, what is wrong and why, and where to read about it), named
+notes that do not fail the answer, and a plain-text display for the notebook.
+A checker never lets the student's exception escape: it reports the exception
+with the lines of the student's code that raised it. An untouched scaffold
+(``raise NotImplementedError()``) is reported as "not attempted yet", naming
+the function that raised. No array a checker hands to the student may change.
+
+How a mistake is named: the checker computes the right answer from the
+library (:func:`attention_lib.attention_forward`, ``attention_backward``,
+``softmax_backward``, central finite differences from
+:func:`attention_lib.numerical_gradient`) and, when the student's answer
+differs, the answers that each typical mistake would give on the same probe:
+the library's result with one step changed, several from
+:mod:`attention_lib.pitfalls`. A mistake is named when the student's answer
+matches its model within the same tolerance a right answer must meet. A ✓
+line says only what was checked. Printed numbers are rounded to what the
+verdict needs, so a report reads the same on every machine.
+
+Tolerances, relative and norm-wise (:func:`attention_lib.relative_error`):
+
+* ``1e-6`` for float64 answers: central differences with a step of ``1e-6``
+  agree with an exact float64 gradient to about ``1e-9``;
+* ``1e-4`` for float32 answers: about 800 times float32's machine epsilon
+  (``1.2e-7``), room for the rounding of a few products and a row sum, and
+  still two orders of magnitude below the smallest error any listed mistake
+  makes on the probes (tests/test_exercises.py measures it);
+* 19.2 derives its tolerances from the Monte Carlo standard error, so that a
+  right estimator fails with probability below 1e-4 (:mod:`.score_variance`).
+
+One module per exercise: :mod:`.soft_lookup` (19.1), :mod:`.score_variance`
+(19.2), :mod:`.softmax_row` (19.3), :mod:`.masked_attention` (19.4 (a)) and
+:mod:`.finite_differences` (19.4 (c)); ``_harness`` runs the student's code,
+``_report`` holds what a checker returns.
+"""
+
+from ._report import ExerciseReport, Finding
+from .finite_differences import check_exercise_19_4c
+from .masked_attention import check_exercise_19_4
+from .score_variance import check_exercise_19_2
+from .soft_lookup import (
+    EQUAL_SCORES_CHOICES,
+    ROLE_CHOICES,
+    VALUES_DOUBLED_CHOICES,
+    check_exercise_19_1,
+)
+from .softmax_row import check_exercise_19_3
+
+__all__ = [
+    "EQUAL_SCORES_CHOICES",
+    "ROLE_CHOICES",
+    "VALUES_DOUBLED_CHOICES",
+    "ExerciseReport",
+    "Finding",
+    "check_exercise_19_1",
+    "check_exercise_19_2",
+    "check_exercise_19_3",
+    "check_exercise_19_4",
+    "check_exercise_19_4c",
+]
