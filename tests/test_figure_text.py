@@ -36,7 +36,7 @@ def test_the_check_sees_small_text():
 @pytest.mark.parametrize("name", sorted(available_explorers()))
 def test_live_figure_text_is_readable(name, style):
     explorer = available_explorers()[name].factory(style=style)
-    small = too_small(shown_text(explorer._fig))
+    small = too_small(shown_text(explorer.fig))
     explorer.close()
     assert not small, f"{name} ({style}): text under {MIN_TEXT_PX} CSS px: {small[:8]}"
 
