@@ -10,7 +10,7 @@ NOTEBOOKS := $(shell find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpo
 # Tests and kernels import attention_lib from this checkout, whatever the venv holds.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: lab board slides test test-fast execute exercises lock setup
+.PHONY: lab board slides test test-fast test-browser execute exercises lock setup
 
 setup: $(STAMP)
 
@@ -62,8 +62,8 @@ slides: setup
 	  --TagRemovePreprocessor.remove_cell_tags='["instructor-note"]' \
 	  --output-dir build/slides $(NB)
 
-# `make test` is `make test-fast` plus what drives Chromium (CONTRIBUTING.md): the browser
-# tests, and the simulated class's smoke run (a hub, six students, one in Chromium; it
+# `make test` is `make test-fast` then `make test-browser`, what drives Chromium
+# (CONTRIBUTING.md): the browser tests, and the simulated class's smoke run (a hub, six students, one in Chromium; it
 # skips without `make hub-setup` unless ATTENTION_REQUIRE_HUB=1). pytest-xdist shares the
 # other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs them in this
 # process). The browser tests run alone, in one process: they share one JupyterLab, one
@@ -72,7 +72,9 @@ WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest
 CLASS_BENCHMARK := benchmarks/bench_class.py
 
-test: test-fast
+test: test-fast test-browser
+
+test-browser: setup
 	$(PYTEST) -m browser
 	$(BIN)/python $(CLASS_BENCHMARK) --smoke
 
