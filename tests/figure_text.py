@@ -8,8 +8,10 @@ column is shrunk by JupyterLab to the column, which shrinks its text too.
 Used in two places: ``tests/test_figure_text.py`` measures the live explorers,
 and ``tests/nbval_figure_text.py`` loads this file into each notebook's kernel
 under nbval, where :func:`watch_printed_figures` measures every figure as the
-inline backend turns it into a PNG. Only matplotlib is imported here: the
-kernel loads nothing else on the notebook's behalf.
+inline backend turns it into a PNG. The browser tests load it into their
+servers' kernels, where :func:`note_png_text` notes every PNG's smallest text for
+the page to scale (tests/browser/README.md). Only matplotlib (and Pillow, which
+it uses) is imported here: the kernel loads nothing else on the notebook's behalf.
 """
 
 from __future__ import annotations

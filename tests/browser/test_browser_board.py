@@ -12,6 +12,7 @@ in artifacts/browser/. The template's cell tags are proven on a fixture.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def check_screens(frontend, path: str) -> list[str]:
     measured, problems = {}, []
     for size in BOARD_SCREENS:
         screen = f"{size['width']}x{size['height']}"
+        started = time.monotonic()
         set_viewport(page, size)
         explorers = []
         for i in range(roots.count()):
@@ -132,7 +134,12 @@ def check_screens(frontend, path: str) -> list[str]:
                 Explorer.within(roots.first) if roots.count() else None,
                 ARTIFACTS / f"board-{Path(path).stem}-{screen}.png",
             )
-        measured[screen] = {"explorers": explorers, "figures": figures}
+        measured[screen] = {
+            "explorers": explorers,
+            "figures": figures,
+            "seconds": round(time.monotonic() - started, 1),  # what this size adds
+            "load_average_1min": round(os.getloadavg()[0], 2),
+        }
     record_screens(f"board {path}", measured)
     return problems
 
