@@ -138,7 +138,7 @@ hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
 	exit 1; }
 	cd hub && node check_node.js && npm ci --no-audit --no-fund
 
-hub-setup: instructor singleuser proxy
+hub-setup: instructor singleuser proxy grading-kernel
 
 # The copy students pull: this checkout's HEAD without the instructor's files
 # (hub/students_copy.py says which), committed to $(STUDENTS_REPO), branch main.
@@ -162,3 +162,29 @@ lock-hub:
 	  --python-version 3.11 -q -o hub/constraints-singleuser.txt \
 	  --custom-compile-command "make lock-hub"
 	cd hub && npm install --package-lock-only --no-audit --no-fund
+
+# ---------------------------------------------------------------------------------------
+# Grading the exercises with nbgrader (docs/teaching.md, "Grading the exercises").
+# - grading-kernel: the series' Python ($(VENV), `make setup`) as the Jupyter kernel that
+#   hub/nbgrader/nbgrader_config.py tells autograde to run, registered in $(HUB_VENV)
+#   (ipykernel warns that .venv's own Jupyter would not look there; the instructor's does).
+# - course: the course directory $(COURSE) for a real class: its config and the master as
+#   the assignment's source (hub/nbgrader/course.py setup); nbgrader runs from there.
+# - grading-demo: nbgrader's whole loop for a simulated class with known answers, checked
+#   (hub/nbgrader/course.py demo; its own folder, build/grading-demo).
+COURSE ?= build/course
+EXCHANGE ?= build/exchange
+GRADING_KERNEL := $(HUB_VENV)/share/jupyter/kernels/attention-series/kernel.json
+
+.PHONY: grading-kernel course grading-demo
+
+grading-kernel: $(GRADING_KERNEL)
+$(GRADING_KERNEL): $(HUB_VENV)/.attention-installed | setup
+	$(BIN)/python -m ipykernel install --prefix $(abspath $(HUB_VENV)) --name attention-series \
+	  --display-name "Python 3 (attention series, for grading)"
+
+course: instructor
+	$(HUB_VENV)/bin/python hub/nbgrader/course.py setup --course $(COURSE) --exchange $(EXCHANGE)
+
+grading-demo: grading-kernel
+	$(HUB_VENV)/bin/python hub/nbgrader/course.py demo
