@@ -214,6 +214,15 @@ def test_the_demos_comparison_can_fail(graded, tmp_path):
     assert len(found) == 1 and found[0].startswith("cai, 19.3 (b): the feedback lacks"), found
 
 
+def test_the_known_class_answers_every_graded_part_of_the_master():
+    master = nbformat.read(make_exercises.MASTER, as_version=4)
+    parts = course.graded_cells(master)
+    assert {part for part, (_, answer) in parts.items() if answer is not None} == set(
+        course.AUTOGRADED
+    )
+    assert {part for part, (_, answer) in parts.items() if answer is None} == set(course.WRITTEN)
+
+
 def test_make_registers_the_kernel_the_course_config_names():
     makefile = (ROOT / "Makefile").read_text()
     rule = makefile[makefile.index("$(GRADING_KERNEL):") :].split("\n\n")[0]
