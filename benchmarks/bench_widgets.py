@@ -47,7 +47,7 @@ import numpy as np
 from PIL import Image
 
 from attention_lib import plots
-from attention_lib.widgets import available_explorers, live_dpi, sqrt_dk, teach_walkthrough
+from attention_lib.widgets import available_explorers, sqrt_dk, teach_walkthrough
 
 TARGET = 0.4
 #: Page proxy targets (issue 12): median per explorer, and median of its slowest control.
@@ -161,13 +161,11 @@ def default_changes(explorer, count=12):
     raise ValueError(f"cannot sweep control {key!r}; list changes in the ExplorerSpec.")
 
 
-def naive_change(spec, values, style):
+def naive_change(spec, values, style, fixed=None):
     """What an explorer without the shell does: a new figure per change, same pixels."""
-    state = spec.update(**values)
-    figsize = spec.figsize_for(style)
+    state = spec.update(**values, **(fixed or {}))
     with plots.series_style(style):
-        fig = plt.figure(figsize=figsize, dpi=live_dpi(figsize))
-        spec.draw(fig, state)
+        fig = spec.figure(state, style=style, pyplot=True)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
         plt.close(fig)
@@ -195,7 +193,7 @@ def bench(spec, repeats, style=None):
     changes = list(SCRIPTED_CHANGES.get(spec.name, ())) or default_changes(explorer)
     ours, naive, page, sizes = [], [], [], []
     page_by_control = collections.defaultdict(list)
-    naive_change(spec, explorer.values, explorer.style)  # warm caches (fonts) for both
+    naive_change(spec, explorer.values, explorer.style, explorer.fixed)  # warm caches (fonts)
     for i in range(repeats):
         change = changes[i % len(changes)]
         # Skip a change equal to the current values (it would not fire an observer).
@@ -210,7 +208,7 @@ def bench(spec, repeats, style=None):
         sizes.append(len(png))
 
         start = time.perf_counter()
-        naive_change(spec, explorer.values, explorer.style)
+        naive_change(spec, explorer.values, explorer.style, explorer.fixed)
         naive.append(time.perf_counter() - start)
     explorer.close()
     control, times = max(page_by_control.items(), key=lambda item: statistics.median(item[1]))

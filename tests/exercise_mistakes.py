@@ -1479,3 +1479,262 @@ def red_ge_loss_sum_of_squares(forward, backward, Q, K, V, mask, grad_output):  
             float(np.linalg.norm(grads[j] - n) / (np.linalg.norm(grads[j]) + np.linalg.norm(n)))
         )
     return tuple(out)
+
+
+# ------------------------------------------------------------------------------------
+# Red team, second pass: attempts written from the student notebook and the chapter alone,
+# each one that exposed a defect (a wrong answer passed, a false or catch-all message), and
+# the unusual right ones that must keep passing. tests/test_exercises.py, RED_TEAM, holds
+# the verdict of each.
+
+
+# ---------------- 19.2
+def red2_v_int(width, samples, seed):  # WRONG: int() cuts the variance to a whole number
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, samples, width))
+    return int(np.var(np.sum(q * k, axis=1)))
+
+
+def red2_v_array(width, samples, seed):  # WRONG: an array of shape (1,), not a float
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, samples, width))
+    return np.var(np.sum(q * k, axis=1), keepdims=True).reshape(1)
+
+
+def red2_v_generator_per_sample(width, samples, seed):  # WRONG: every sample the same pair
+    # As written: `for _ in range(samples): rng = np.random.default_rng(seed); ...`, each pass
+    # drawing the same pair. Drawn once here, which gives the same numbers in a fraction of the
+    # time (the loop takes about 10 s over the checker's probes).
+    rng = np.random.default_rng(seed)
+    return float(np.var(np.full(samples, rng.standard_normal(width) @ rng.standard_normal(width))))
+
+
+def red2_v_mirrored_keys(width, samples, seed):  # WRONG: k is q reversed, half the pairs repeat
+    q = np.random.default_rng(seed).standard_normal((samples, width))
+    return float(np.var(np.sum(q * q[::-1], axis=1)))
+
+
+def red2_v_chunked(width, samples, seed):
+    rng = np.random.default_rng(seed)
+    parts = []
+    for start in range(0, samples, 3000):
+        n = min(3000, samples - start)
+        parts.append(np.sum(rng.standard_normal((n, width)) * rng.standard_normal((n, width)), 1))
+    return float(np.concatenate(parts).var())
+
+
+# ---------------- 19.3
+def red2_r_last_row_skipped(weights, grad_weights):  # WRONG: the loop stops one row early
+    rows = weights.reshape(-1, weights.shape[-1])
+    grads = grad_weights.reshape(rows.shape)
+    out = np.zeros_like(rows)
+    for i in range(rows.shape[0] - 1):
+        out[i] = rows[i] * (grads[i] - rows[i] @ grads[i])
+    return out.reshape(weights.shape)
+
+
+def red2_r_float16(weights, grad_weights):  # WRONG: float16 on the way, cast back
+    w, g = weights.astype(np.float16), grad_weights.astype(np.float16)
+    return (w * (g - (w * g).sum(-1, keepdims=True))).astype(weights.dtype)
+
+
+def red2_r_list(weights, grad_weights):  # WRONG: a list of rows, not an array
+    rows = weights.reshape(-1, weights.shape[-1])
+    grads = grad_weights.reshape(rows.shape)
+    return [a * (g - a @ g) for a, g in zip(rows, grads, strict=True)]
+
+
+def red2_r_always_float32(weights, grad_weights):  # right to 1e-4, but float64 comes back float32
+    w, g = weights.astype(np.float32), grad_weights.astype(np.float32)
+    return w * (g - (w * g).sum(-1, keepdims=True))
+
+
+def red2_r_jacobian_times_weights(weights, grad_weights):  # WRONG: J @ a, grad_weights unused
+    rows = weights.reshape(-1, weights.shape[-1])
+    out = np.empty_like(rows)
+    for r, a in enumerate(rows):
+        out[r] = (np.diag(a) - np.outer(a, a)) @ a
+    return out.reshape(weights.shape)
+
+
+def red2_r_ones_column(weights, grad_weights):
+    row_dot = (grad_weights * weights) @ np.ones((weights.shape[-1], 1), dtype=weights.dtype)
+    return weights * (grad_weights - row_dot)
+
+
+# ---------------- 19.4 (a)
+class Red2BackwardWithoutMax(StudentAttention):
+    """WRONG: forward is safe, but backward recomputes the weights from the cached (masked)
+    scores without subtracting the row maximum, and overflows at scores of 850."""
+
+    def forward(self, Q, K, V, mask=None):
+        scale = self.scale(Q.shape[-1])
+        scores = (Q @ self.transpose(K)) * scale
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        return self.softmax(scores, None) @ V, (Q, K, V, scores, scale, mask)
+
+    def backward(self, grad_output, cache):
+        Q, K, V, scores, scale, mask = cache
+        exp = np.exp(scores)
+        total = exp.sum(axis=-1, keepdims=True)
+        weights = exp / np.where(total == 0, 1.0, total)
+        return super().backward(grad_output, (Q, K, V, weights, scale, mask))
+
+
+def backward_recomputing_with(wrong):
+    """WRONG in backward only: forward is right and caches no weights; backward recomputes them
+    with the softmax of ``wrong``, a StudentAttention variant (for the ✓ lines that say
+    "forward or backward")."""
+
+    class RecomputingBackward(wrong):
+        def forward(self, Q, K, V, mask=None):
+            scale = self.scale(Q.shape[-1])
+            weights = StudentAttention.softmax(self, (Q @ self.transpose(K)) * scale, mask)
+            return weights @ V, (Q, K, V, None, scale, mask)
+
+        def backward(self, grad_output, cache):
+            Q, K, V, _, scale, mask = cache
+            weights = self.softmax((Q @ self.transpose(K)) * scale, mask)
+            return super().backward(grad_output, (Q, K, V, weights, scale, mask))
+
+    return RecomputingBackward
+
+
+class Red2ScoreGradientDotT(StudentAttention):
+    """WRONG with leading axes: `.T` on the score gradient, in backward only."""
+
+    def grad_K(self, grad_scores, Q, scale):
+        return (grad_scores.T @ Q) * scale
+
+
+class Red2ThreeAxesAtMost(StudentAttention):
+    """WRONG with batch and heads: (0, 2, 1) for 3-D arrays, `.T` otherwise."""
+
+    def transpose(self, array):
+        return array.transpose(0, 2, 1) if array.ndim == 3 else array.T
+
+
+def _red2_softmax(scores, mask, keep_max=True, keep_sum=True):
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    row_max = np.max(scores, axis=-1, keepdims=keep_max)
+    row_max = np.where(np.isneginf(row_max), 0.0, row_max)
+    exp = np.exp(scores - row_max)
+    total = exp.sum(axis=-1, keepdims=keep_sum)
+    return exp / np.where(total == 0, 1.0, total)
+
+
+class Red2MaxWithoutKeepdims(StudentAttention):
+    """WRONG: the row maximum loses its axis (square scores run, subtracting column-wise)."""
+
+    def softmax(self, scores, mask):
+        return _red2_softmax(scores, mask, keep_max=False)
+
+
+class Red2SumWithoutKeepdims(StudentAttention):
+    """WRONG: the row sum loses its axis."""
+
+    def softmax(self, scores, mask):
+        return _red2_softmax(scores, mask, keep_sum=False)
+
+
+class Red2TransposesSwapped(StudentAttention):
+    """WRONG: grad_Q = grad_Sᵀ K and grad_K = grad_S Q."""
+
+    def grad_Q(self, grad_scores, K, scale):
+        return (self.transpose(grad_scores) @ K) * scale
+
+    def grad_K(self, grad_scores, Q, scale):
+        return (grad_scores @ Q) * scale
+
+
+class Red2StrictCausalLoop(StudentAttention):
+    """WRONG: builds its own mask in a loop, `j < i` (the diagonal lost), and ignores the one
+    it is given."""
+
+    def softmax(self, scores, mask):
+        blocked = np.zeros(scores.shape[-2:], dtype=bool)
+        for i in range(scores.shape[-2]):
+            for j in range(scores.shape[-1]):
+                blocked[i, j] = j >= i
+        return super().softmax(scores, ~blocked)
+
+
+class Red2Float32Always(Float32Attention, MathSqrt):
+    """Right to float32's tolerance; float64 inputs come back float32 (a note)."""
+
+
+class Red2Float16Scores(MathSqrt):
+    """WRONG: the score gradient computed in float16 "to save memory", cast back."""
+
+    def grad_scores(self, weights, grad_weights):
+        half = super().grad_scores(weights.astype(np.float16), grad_weights.astype(np.float16))
+        return half.astype(weights.dtype)
+
+
+class Red2CachesExponentials(StudentAttention):
+    """WRONG: caches the exponentials before normalising, and backward uses them as weights."""
+
+    def forward(self, Q, K, V, mask=None):
+        output, (Q, K, V, _, scale, mask) = super().forward(Q, K, V, mask)
+        scores = (Q @ self.transpose(K)) * scale
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        row_max = np.max(scores, axis=-1, keepdims=True)
+        exp = np.exp(scores - np.where(np.isneginf(row_max), 0.0, row_max))
+        return output, (Q, K, V, exp, scale, mask)
+
+
+class Red2LogSumExpCache(StudentAttention):
+    """Right, written differently: caches each row's log-sum-exp, recomputes the weights."""
+
+    def weights(self, Q, K, mask, lse):
+        scores = (Q @ self.transpose(K)) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        return np.where(np.isneginf(lse), 0.0, np.exp(scores - np.where(np.isneginf(lse), 0, lse)))
+
+    def forward(self, Q, K, V, mask=None):
+        scores = (Q @ self.transpose(K)) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        row_max = np.max(scores, axis=-1, keepdims=True)
+        row_max = np.where(np.isneginf(row_max), 0.0, row_max)
+        lse = row_max + np.log(np.sum(np.exp(scores - row_max), axis=-1, keepdims=True))
+        return self.weights(Q, K, mask, lse) @ V, (Q, K, V, mask, lse)
+
+    def backward(self, grad_output, cache):
+        Q, K, V, mask, lse = cache
+        weights = self.weights(Q, K, mask, lse)
+        return super().backward(grad_output, (Q, K, V, weights, 1 / math.sqrt(Q.shape[-1]), mask))
+
+
+# ---------------- 19.4 (c)
+def red2_c_h_none_unhandled(f, X, h=None):  # WRONG: h=None reaches the arithmetic
+    return central_on_copies(f, X, h)
+
+
+red2_c_sqrt_eps = central_step(math.sqrt(np.finfo(np.float64).eps))  # WRONG: 1.5e-8 < 1e-7
+
+
+def red2_ge_elementwise(forward, backward, Q, K, V, mask, grad_output):  # WRONG: arrays
+    _, cache = forward(Q, K, V, mask)
+    errors = []
+    for j, (X, grad) in enumerate(zip((Q, K, V), backward(grad_output, cache), strict=True)):
+
+        def loss(Y, j=j):
+            args = [Q, K, V]
+            args[j] = Y
+            return float(np.sum(grad_output * forward(*args, mask)[0]))
+
+        n = central_right(loss, X)
+        errors.append(np.abs(grad - n) / (np.abs(grad) + np.abs(n) + 1e-12))
+    return tuple(errors)
+
+
+def red2_ge_dict(forward, backward, Q, K, V, mask, grad_output):
+    errors = gradient_errors_with(central_right, symmetric_relative_error)(
+        forward, backward, Q, K, V, mask, grad_output
+    )
+    return dict(zip("QKV", errors, strict=True))

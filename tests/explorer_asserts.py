@@ -6,7 +6,7 @@ import numpy as np
 from PIL import Image
 
 from attention_lib import plots
-from attention_lib.widgets import live_dpi, render_png
+from attention_lib.widgets import render_png
 
 
 def assert_same_state(state, expected, where="state"):
@@ -29,18 +29,9 @@ def pixels(png):
 
 
 def drawn_from_scratch(spec, state, style="default"):
-    """PNG of ``state`` drawn by ``spec.draw`` on a new figure, no blitting: the reference frame."""
-    figsize = spec.figsize_for(style)
-    with plots.series_style(style):  # the style the shell draws in
-        fig, _ = plots.new_figure(
-            0,
-            figsize=figsize,
-            style=style,
-            pyplot=False,
-            dpi=live_dpi(figsize, spec.display_width_px),
-        )
-        spec.draw(fig, state)
-        return render_png(fig)
+    """PNG of ``state`` drawn by the spec on a new figure, no blitting: the reference frame."""
+    with plots.series_style(style):  # the style the shell renders in
+        return render_png(spec.figure(state, style=style))
 
 
 def assert_frames_match_fresh_drawings(explorer, spec, changes):

@@ -6,7 +6,6 @@ panel), asserted for every state a test draws.
 """
 
 from attention_lib import plots
-from attention_lib.widgets import live_dpi
 
 
 def _texts(ax):
@@ -59,17 +58,9 @@ def assert_texts_inside_and_apart(fig, slack=0.5):
 
 
 def drawn_figure(spec, state, style):
-    """``state`` drawn by ``spec.draw`` on a new figure of the explorer's size and dpi, rendered."""
-    figsize = spec.figsize_for(style)
-    with plots.series_style(style):
-        fig, _ = plots.new_figure(
-            0,
-            figsize=figsize,
-            style=style,
-            pyplot=False,
-            dpi=live_dpi(figsize, spec.display_width_px),
-        )
-        spec.draw(fig, state)
+    """``state`` drawn by the spec on a new figure of the explorer's size and dpi, rendered."""
+    with plots.series_style(style):  # the style the shell renders in
+        fig = spec.figure(state, style=style)
         fig.canvas.draw()
     return fig
 

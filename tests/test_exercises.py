@@ -178,14 +178,16 @@ def test_19_2_fake_noise_of_the_right_size_passes_as_the_module_docstring_admits
     assert "cannot tell it from one" in " ".join(score_variance.__doc__.split())
 
 
-def test_19_2_an_answer_the_checker_cannot_read_is_a_finding():
+def test_19_2_an_answer_that_is_not_a_float_is_named():
     class Stubborn:
         def __float__(self):
             raise RuntimeError("no float for you")
 
     report = check_exercise_19_2(lambda width, samples, seed: Stubborn())
-    assert report.diagnoses == ("unreadable_answer",)
-    assert "RuntimeError: no float for you" in str(report)
+    assert report.diagnoses == ("wrong_type",)
+    assert "should return one number, a float, got Stubborn" in text(report)
+    truncated = check_exercise_19_2(student.red2_v_int, **FAST)
+    assert truncated.diagnoses == ("wrong_type",) and "`int(...)`" in text(truncated)
 
 
 def test_19_2_too_few_samples_requested_is_named_before_anything_runs():
@@ -490,7 +492,7 @@ def test_19_4_odd_returns_are_findings_not_tracebacks():
     def ragged_gradients(grad_output, cache):
         return [[1.0, 2.0], [3.0]], [[1.0]], [[1.0]]
 
-    assert check_exercise_19_4(text_output, attention_backward).diagnoses == ("wrong_dtype",)
+    assert check_exercise_19_4(text_output, attention_backward).diagnoses == ("wrong_type",)
     assert check_exercise_19_4(library_forward, ragged_gradients).diagnoses == ("wrong_type",)
 
 
@@ -608,10 +610,11 @@ def test_19_4c_right_answers_pass(central_difference):
     assert report.passed and report.notes == (), str(report)
 
 
-def test_19_4c_a_plus_minus_nudge_passes_with_a_note_on_round_off():
+def test_19_4c_a_plus_minus_nudge_is_named_for_its_round_off():
+    # the statement asks for X back exactly; gradient_errors would hand the drift on to Q, K, V
     report = check_exercise_19_4c(student.central_plus_minus)
-    assert report.passed and report.note_names == ("restored_with_roundoff",)
-    assert "up to round-off: see the note" in text(report)
+    assert report.diagnoses == ("restored_with_roundoff",)
+    assert "0.1 + 1e-5 - 1e-5 is not 0.1" in text(report)
 
 
 @pytest.mark.parametrize(
@@ -692,6 +695,49 @@ def test_19_4c_gradient_errors_mistakes_are_named(gradient_errors, diagnosis):
         assert not report.attempted
     else:
         assert report.diagnoses == (diagnosis,), str(report)
+
+
+def test_float64_inputs_answered_in_float32_pass_with_a_note():
+    for report in (
+        check_exercise_19_3(student.red2_r_always_float32),
+        check_exercise_19_4(*pair(student.Red2Float32Always)),
+    ):
+        assert report.passed and "float64_demoted" in report.note_names, str(report)
+        assert "keeps about 7 digits where float64 keeps 16" in text(report)
+    assert check_exercise_19_3(student.row_backward_right).notes == ()
+
+
+def test_the_global_generator_is_named_and_left_as_it_was():
+    np.random.seed(7)  # noqa: NPY002 - the state a notebook would have
+    before = np.random.get_state()[1].copy()  # noqa: NPY002
+    report = check_exercise_19_2(student.red_v_legacy, **FAST)
+    assert report.diagnoses == ("global_rng",)
+    assert "`red_v_legacy` draws from NumPy's global generator" in text(report)
+    assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002
+
+
+def test_second_pass_messages_are_true_for_the_answer_they_judge():
+    dot_t = text(check_exercise_19_4(*pair(student.Red2ScoreGradientDotT)))
+    assert "your line `return (grad_scores.T @ Q) * scale` (in grad_K)" in dot_t
+    assert "turns K" not in dot_t
+    misread = text(check_exercise_19_4(*pair(student.Red2StrictCausalLoop)))
+    assert "query 0 reads no key (the mask allows key 0)" in misread
+    skipped = text(check_exercise_19_3(student.red2_r_last_row_skipped))
+    assert "row 2 of your grad_scores is wrong (all zero)" in skipped
+    assert "look at the product" not in skipped
+    same = text(check_exercise_19_2(student.red2_v_generator_per_sample, **FAST))
+    assert "np.mean" not in same and "made again for each sample" in same
+    mirrored = text(check_exercise_19_2(student.red2_v_mirrored_keys, **FAST))
+    assert "or some reused" in mirrored
+    arrays = text(check_exercise_19_4c(student.central_right, student.red2_ge_elementwise))
+    assert "of arrays of shapes (5, 4), (5, 4), (5, 3)" in arrays and "broadcast" not in arrays
+    forward, backward = pair(student.MathSqrt)
+    keyed = check_exercise_19_4c(
+        student.central_right, student.red2_ge_dict, forward=forward, backward=backward
+    )
+    assert keyed.note_names == ("own_pair_judged",)
+    unhandled = text(check_exercise_19_4c(student.red2_c_h_none_unhandled))
+    assert "with h=None, fails" in unhandled and "`if h is None: h = ...`" in unhandled
 
 
 # --------------------------------------------------------------------------------------
@@ -795,19 +841,38 @@ CHECKED_LINES = {
                 ),
             ],
             "do not overflow": [
-                (lambda: check_exercise_19_4(*pair(student.NoMaxSubtraction)), "no_max_subtraction")
+                (
+                    lambda: check_exercise_19_4(*pair(student.NoMaxSubtraction)),
+                    "no_max_subtraction",
+                ),
+                (
+                    lambda: check_exercise_19_4(*pair(student.Red2BackwardWithoutMax)),
+                    "no_max_subtraction",
+                ),
             ],
             "do not underflow": [
                 (
                     lambda: check_exercise_19_4(*pair(student.GlobalMaxSubtraction)),
                     "global_max_subtraction",
-                )
+                ),
+                (
+                    lambda: check_exercise_19_4(
+                        *pair(student.backward_recomputing_with(student.GlobalMaxSubtraction))
+                    ),
+                    "global_max_subtraction",
+                ),
             ],
-            "changes nothing (blocked first)": [
+            "changes nothing, forward or backward": [
                 (
                     lambda: check_exercise_19_4(*pair(student.RenormalisedAfterMask)),
                     "blocked_score_underflow",
-                )
+                ),
+                (
+                    lambda: check_exercise_19_4(
+                        *pair(student.backward_recomputing_with(student.RenormalisedAfterMask))
+                    ),
+                    "blocked_score_underflow",
+                ),
             ],
             "gets output exactly 0 and gradient exactly 0, no NaN": [
                 (
@@ -819,7 +884,8 @@ CHECKED_LINES = {
             "rectangular inputs": [
                 (lambda: check_exercise_19_4(*pair(student.SquareOnly)), "rectangular_fails")
             ],
-            "a leading batch axis works": [
+            "leading axes work": [
+                (lambda: check_exercise_19_4(*pair(student.Red2ThreeAxesAtMost)), "batch_axes"),
                 (lambda: check_exercise_19_4(*pair(student.PlainTranspose)), "batch_axes"),
                 (
                     lambda: check_exercise_19_4(
@@ -856,8 +922,12 @@ CHECKED_LINES = {
             "computes in float64": [
                 (lambda: check_exercise_19_4c(student.central_float32), "float32_arithmetic")
             ],
-            "X comes back as it was given": [
-                (lambda: check_exercise_19_4c(student.central_not_restored), "not_restored")
+            "X comes back exactly as it was given": [
+                (lambda: check_exercise_19_4c(student.central_not_restored), "not_restored"),
+                (
+                    lambda: check_exercise_19_4c(student.central_plus_minus),
+                    "restored_with_roundoff",
+                ),
             ],
             "the errors are relative": [
                 (
@@ -920,7 +990,14 @@ def test_each_planted_answer_breaks_its_line(run, diagnosis):
 # Red team: attempts written from the statements alone, after the checkers (see the mistakes
 # file). "pass" marks an answer that is right; anything else is the diagnosis it must get.
 
-CATCH_ALL = {"wrong_estimate", "wrong_gradient", "wrong_output", "unreadable_answer", "raised"}
+CATCH_ALL = {
+    "wrong_estimate",
+    "wrong_gradient",
+    "wrong_output",
+    "unreadable_answer",
+    "raised",
+    "not_finite",
+}
 RED_TEAM = [
     pytest.param(
         lambda: check_exercise_19_2(student.red_v_einsum_ddof, **FAST),
@@ -931,7 +1008,9 @@ RED_TEAM = [
         lambda: check_exercise_19_2(student.red_v_loop_dot, **FAST), "pass", id="19.2 v_loop_dot"
     ),
     pytest.param(
-        lambda: check_exercise_19_2(student.red_v_legacy, **FAST), "pass", id="19.2 v_legacy"
+        lambda: check_exercise_19_2(student.red_v_legacy, **FAST),
+        "global_rng",
+        id="19.2 v_legacy",
     ),
     pytest.param(
         lambda: check_exercise_19_2(student.red_v_transposed_layout, **FAST),
@@ -959,7 +1038,9 @@ RED_TEAM = [
         "pass",
         id="19.2 v_std_squared",
     ),
-    pytest.param(lambda: check_exercise_19_2(student.red_v_list, **FAST), "pass", id="19.2 v_list"),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red_v_list, **FAST), "wrong_type", id="19.2 v_list"
+    ),
     pytest.param(
         lambda: check_exercise_19_2(student.red_v_sample_var_of_q, **FAST),
         "variance_of_entries",
@@ -1142,7 +1223,9 @@ RED_TEAM = [
         lambda: check_exercise_19_4c(student.red_c_ravel_loop), "pass", id="19.4c c_ravel_loop"
     ),
     pytest.param(
-        lambda: check_exercise_19_4c(student.red_c_returns_list), "pass", id="19.4c c_returns_list"
+        lambda: check_exercise_19_4c(student.red_c_returns_list),
+        "wrong_type",
+        id="19.4c c_returns_list",
     ),
     pytest.param(
         lambda: check_exercise_19_4c(
@@ -1209,7 +1292,7 @@ RED_TEAM = [
     ),
     pytest.param(
         lambda: check_exercise_19_4c(student.red_c_returns_tuple_per_row),
-        "wrong_shape",
+        "wrong_type",
         id="19.4c c_flat_list",
     ),
     pytest.param(
@@ -1226,6 +1309,128 @@ RED_TEAM = [
         lambda: check_exercise_19_4c(student.red_c_nditer, student.red_ge_loss_sum_of_squares),
         "rejects_correct_backward",
         id="19.4c ge_sum_of_squares",
+    ),
+    # ---- second pass (red2_*): each exposed a defect, or is an unusual right answer
+    pytest.param(
+        lambda: check_exercise_19_2(student.red2_v_int, **FAST), "wrong_type", id="19.2 v2_int"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red2_v_array, **FAST), "wrong_type", id="19.2 v2_array"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red2_v_generator_per_sample, **FAST),
+        "samples_identical",
+        id="19.2 v2_generator_per_sample",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red2_v_mirrored_keys, **FAST),
+        "too_few_samples",
+        id="19.2 v2_mirrored_keys",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_2(student.red2_v_chunked, **FAST), "pass", id="19.2 v2_chunked"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red2_r_last_row_skipped),
+        "some_rows_wrong",
+        id="19.3 r2_last_row_skipped",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red2_r_float16), "imprecise", id="19.3 r2_float16"
+    ),
+    pytest.param(lambda: check_exercise_19_3(student.red2_r_list), "wrong_type", id="19.3 r2_list"),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red2_r_always_float32),
+        "pass",
+        id="19.3 r2_always_float32",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red2_r_jacobian_times_weights),
+        "wrong_gradient",
+        id="19.3 r2_jacobian_times_weights",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_3(student.red2_r_ones_column), "pass", id="19.3 r2_ones_column"
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2BackwardWithoutMax)),
+        "no_max_subtraction",
+        id="19.4 Red2BackwardWithoutMax",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2ScoreGradientDotT)),
+        "batch_axes",
+        id="19.4 Red2ScoreGradientDotT",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2ThreeAxesAtMost)),
+        "batch_axes",
+        id="19.4 Red2ThreeAxesAtMost",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2MaxWithoutKeepdims)),
+        "missing_keepdims",
+        id="19.4 Red2MaxWithoutKeepdims",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2SumWithoutKeepdims)),
+        "missing_keepdims",
+        id="19.4 Red2SumWithoutKeepdims",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2TransposesSwapped)),
+        "transposes_swapped",
+        id="19.4 Red2TransposesSwapped",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2StrictCausalLoop)),
+        "keys_misread",
+        id="19.4 Red2StrictCausalLoop",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2Float32Always)),
+        "pass",
+        id="19.4 Red2Float32Always",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2Float16Scores)),
+        "imprecise",
+        id="19.4 Red2Float16Scores",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2CachesExponentials)),
+        "wrong_gradient",
+        id="19.4 Red2CachesExponentials",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4(*pair(student.Red2LogSumExpCache)),
+        "pass",
+        id="19.4 Red2LogSumExpCache",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red2_c_h_none_unhandled),
+        "no_default_step",
+        id="19.4c c2_h_none_unhandled",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.red2_c_sqrt_eps),
+        "step_too_small",
+        id="19.4c c2_sqrt_eps",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(student.central_right, student.red2_ge_elementwise),
+        "wrong_type",
+        id="19.4c ge2_elementwise",
+    ),
+    pytest.param(
+        lambda: check_exercise_19_4c(
+            student.central_right,
+            student.red2_ge_dict,
+            forward=pair(student.MathSqrt)[0],
+            backward=pair(student.MathSqrt)[1],
+        ),
+        "pass",
+        id="19.4c ge2_dict",
     ),
 ]
 

@@ -32,9 +32,9 @@ def test_masked_cells_are_drawn_distinct_from_zero_weight_cells():
     mask = causal_mask(3)
     mask[2, 2] = True
     fig, ax = plots.new_figure(pyplot=False, dpi=80)
-    plots.attention_heatmap(weights, ax=ax, mask=mask, annotate=False, colorbar=False)
-
-    (hatched,) = [p for p in ax.patches if p.get_gid() == "masked"]
+    hatched = plots.attention_heatmap(
+        weights, ax=ax, mask=mask, annotate=False, colorbar=False
+    ).masked
     assert hatched.get_hatch() == "//"
     squares = hatched.get_path().vertices.reshape(-1, 5, 2)[:, :4].mean(axis=1)  # cell centres
     assert sorted(map(tuple, squares[:, ::-1].tolist())) == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
@@ -67,7 +67,7 @@ def test_heatmap_labels_annotations_and_colormap():
     _fig, ax = plots.new_figure(pyplot=False)
     image = plots.attention_heatmap(
         weights, ax=ax, query_labels=["the", "cat"], key_labels=["a", "b"], title="weights"
-    )
+    ).image
     assert ax.get_xlabel() == "key" and ax.get_ylabel() == "query"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["the", "cat"]
@@ -99,7 +99,7 @@ def test_heatmap_rejects_bad_input_with_clear_messages():
 
 
 def test_board_style_is_larger_and_survives_rendering_outside_the_block():
-    with plots.board_style():
+    with plots.series_style("board"):
         board_fig, board_ax = plots.new_figure(pyplot=False)
         plots.variance_curve([1, 2, 4], [1.0, 2.0, 4.0], ax=board_ax, title="board")
     fig, ax = plots.new_figure(pyplot=False)
@@ -183,9 +183,13 @@ def test_variance_curve_is_log_log_with_the_reference_line():
 def test_arrows_and_blend_plot_draw_the_given_vectors():
     fig, (left, right) = plots.new_figure(1, 2, pyplot=False)
     arrows = plots.arrows_2d(left, [[1.0, 0.0], [0.0, 2.0]], query=[0.0, 0.0])
-    assert len(arrows) == 3  # a zero query is drawn as a dot, not a degenerate arrow
-    star = plots.blend_plot(right, [[0, 0], [1, 0], [0, 1]], [0.2, 0.3], weights=[0.5, 0.2, 0.3])
-    np.testing.assert_allclose(star.get_xydata(), [[0.2, 0.3]])
+    assert len(left.patches) == 3  # a zero query is drawn as a dot, not a degenerate arrow
+    assert not arrows.query.get_visible() and [t.get_text() for t in arrows.key_labels] == [
+        "k0",
+        "k1",
+    ]
+    blend = plots.blend_plot(right, [[0, 0], [1, 0], [0, 1]], [0.2, 0.3], weights=[0.5, 0.2, 0.3])
+    np.testing.assert_allclose(blend.output.get_xydata(), [[0.2, 0.3]])
     hull = right.patches[0].get_xy()
     assert len(hull) >= 3
     render_png(fig)
@@ -200,34 +204,35 @@ def test_format_weight_never_shows_a_positive_weight_as_zero():
 
 def test_update_helpers_move_the_same_artists_in_place():
     fig, (left, middle, right) = plots.new_figure(1, 3, pyplot=False)
-    plots.arrows_2d(left, [[1.0, 0.0]], query=[1.0, 1.0], limit=3)
-    plots.weight_bars([0.5, 0.5], ax=middle, scores=[0.0, 0.0])
-    plots.blend_plot(right, [[0, 0], [2, 0], [0, 2]], [1, 1], weights=[0.0, 0.5, 0.5])
+    arrows = plots.arrows_2d(left, [[1.0, 0.0]], query=[1.0, 1.0], limit=3)
+    bars = plots.weight_bars([0.5, 0.5], ax=middle, scores=[0.0, 0.0])
+    blend = plots.blend_plot(right, [[0, 0], [2, 0], [0, 2]], [1, 1], weights=[0.0, 0.5, 0.5])
     children = [list(ax.get_children()) for ax in (left, middle, right)]
 
-    plots.update_arrows_2d(left, [0.0, 0.0])
-    plots.update_weight_bars(middle, [0.8, 0.2], scores=[1.0, -0.4])
-    plots.update_blend_plot(right, [0.4, 0.2], weights=[0.8, 0.1, 0.1])
+    plots.update_arrows_2d(arrows, [0.0, 0.0])
+    plots.update_weight_bars(bars, [0.8, 0.2], scores=[1.0, -0.4])
+    plots.update_blend_plot(blend, [0.4, 0.2], weights=[0.8, 0.1, 0.1])
     assert [list(ax.get_children()) for ax in (left, middle, right)] == children
 
-    arrow = next(a for a in left.patches if a.get_gid() == "query-arrow")
-    assert not arrow.get_visible()  # a zero query is only a dot
+    assert not arrows.query.get_visible()  # a zero query is only a dot
     assert [p.get_height() for p in middle.patches] == [0.8, 0.2]
     assert [t.get_text() for t in middle.texts] == ["0.80\nscore 1.00", "0.20\nscore -0.40"]
     np.testing.assert_allclose(right.lines[-1].get_xydata(), [[0.4, 0.2]])
     assert right.texts[0].get_text() == "v0 (0.80)"
-    with pytest.raises(ValueError, match=r"got 3 weights, not one per bar.*found 2"):
-        plots.update_weight_bars(middle, [0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match=r"got 3 weights, not one per bar drawn \(2 bars\)"):
+        plots.update_weight_bars(bars, [0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match="got 2 weights for the 3 values drawn"):
+        plots.update_blend_plot(blend, [0.4, 0.2], weights=[0.5, 0.5])
     render_png(fig)
 
 
 def test_update_attention_heatmap_moves_weights_mask_and_annotations():
     fig, ax = plots.new_figure(pyplot=False, dpi=80)
-    plots.attention_heatmap(np.full((3, 3), 1 / 3), ax=ax, colorbar=False)
+    heatmap = plots.attention_heatmap(np.full((3, 3), 1 / 3), ax=ax, colorbar=False)
     children = list(ax.get_children())
     weights = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
-    moved = plots.update_attention_heatmap(ax, weights, mask=causal_mask(3))
-    assert list(ax.get_children()) == children and len(moved) == 2 + 9
+    plots.update_attention_heatmap(heatmap, weights, mask=causal_mask(3))
+    assert list(ax.get_children()) == children and len(heatmap.texts) == 9
     np.testing.assert_array_equal(ax.images[0].get_array().mask, ~causal_mask(3))
     assert [t.get_text() for t in ax.texts if t.get_visible()] == [
         "1.00",
@@ -240,10 +245,10 @@ def test_update_attention_heatmap_moves_weights_mask_and_annotations():
     masked = _pixel(fig, ax, 2.25, 0.0).astype(float)
     zero = np.array(mpl.colormaps["viridis"](0.0)[:3]) * 255
     assert np.abs(masked - zero).max() > 60  # the newly masked cell is grey now
-    plots.update_attention_heatmap(ax, np.full((3, 3), 1 / 3))  # mask removed again
+    plots.update_attention_heatmap(heatmap, np.full((3, 3), 1 / 3))  # mask removed again
     assert len(ax.patches[0].get_path().vertices) == 1
     with pytest.raises(ValueError, match="Draw a new heatmap"):
-        plots.update_attention_heatmap(ax, np.zeros((2, 3)))
+        plots.update_attention_heatmap(heatmap, np.zeros((2, 3)))
 
 
 def test_signed_heatmap_is_centred_at_zero_and_masked_cells_stay_hatched():
@@ -251,7 +256,7 @@ def test_signed_heatmap_is_centred_at_zero_and_masked_cells_stay_hatched():
     grad_scores = np.array([[0.0, 0.0], [0.3, -0.6]])
     image = plots.attention_heatmap(
         grad_scores, ax=ax, mask=causal_mask(2), signed=True, colorbar_label="∂L/∂S"
-    )
+    ).image
     assert image.get_clim() == (-0.6, 0.6)
     assert image.get_cmap().name.startswith(plots.DIVERGING_CMAP)
     # an unmasked zero is white-ish, a masked cell is the grey "bad" colour

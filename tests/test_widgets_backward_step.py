@@ -181,14 +181,14 @@ def test_h_is_written_one_way_everywhere(explorer, h):
     assert shown == bs.format_step(h)
     assert f"h = {shown}:" in explorer.readout.value
     assert f"<td>{shown}</td>" in explorer.table.value
-    assert explorer._fig.axes[0].get_title().endswith(f"h = {shown}")
+    assert explorer.fig.axes[0].get_title().endswith(f"h = {shown}")
 
 
 def test_a_query_that_reads_one_key_says_why_it_is_flat(explorer):
     state = explorer.set(row=0, col=1)  # query 0 reads only key 0 under the causal mask
     assert state.only_key == 0
     assert "query 0 reads only key 0" in explorer.readout.value
-    note = plots.artist(explorer._fig.axes[0], bs.FLAT_NOTE_GID)
+    note = plots.artist(explorer.fig.axes[0], bs.FLAT_NOTE_GID)
     assert "query 0 reads only key 0" in note.get_text()
     for change in ({"causal": False}, {"causal": True, "row": 1}, {"array": "K", "row": 0}):
         state = explorer.set(**change)
@@ -211,7 +211,7 @@ def _curve_pixels(ax, line, count=20):
 @pytest.mark.parametrize("style", ["default", "board"])
 def test_no_curve_runs_through_a_legend_or_a_label(style):
     explorer = bs.backward_step_explorer(style=style)
-    fig = explorer._fig
+    fig = explorer.fig
     renderer = fig.canvas.get_renderer()
     tangent, errors = fig.axes[:2]
     regime_labels = [t for t in errors.texts if "→" in t.get_text() or "←" in t.get_text()]
@@ -238,6 +238,6 @@ def test_fits_one_screen_with_text_of_at_least_14_css_pixels(style):
     explorer = bs.backward_step_explorer(style=style)
     width, height = bs.EXPLORER.figsize_for(style)
     assert plots.DISPLAY_WIDTH_PX * height / width <= 660
-    texts = explorer._fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
+    texts = explorer.fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
     assert min(text.get_fontsize() for text in texts) * explorer.figure_dpi / 72 >= 14
     explorer.close()

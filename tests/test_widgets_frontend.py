@@ -16,8 +16,8 @@ from attention_lib import widgets
 from attention_lib.widgets import (
     BACK_CLASS,
     NEXT_CLASS,
-    Explorer,
     ExplorerFrontend,
+    ExplorerSpec,
     available_explorers,
     presenter_buttons,
 )
@@ -85,15 +85,11 @@ def test_every_registered_explorer_holds_one_front_end_first(name):
 
 
 def test_closing_an_explorer_closes_its_front_end():
-    explorer = Explorer(
-        "echo",
-        {"x": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)},
-        lambda x: x,
-        lambda fig, state: fig.subplots(),
-        lambda state: "",
-        lambda values, state: "",
-        figsize=(1, 1),
-    )
+    spec = ExplorerSpec(
+        "echo", "echo", None, lambda x: x, lambda fig, state: None, lambda scene, state: None,
+        lambda state: "", lambda values, state: "", figsize=(1, 1),
+    )  # fmt: skip
+    explorer = spec.explorer({"x": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)})
     assert explorer.frontend.comm is not None
     explorer.close()
     assert explorer.frontend.comm is None

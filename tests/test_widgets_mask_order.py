@@ -1,10 +1,9 @@
 """Mask before or after softmax (notebook 06, misconception 3): pure update, then the shell."""
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attention_lib import attention_forward, causal_mask, plots
+from attention_lib import attention_forward, causal_mask
 from attention_lib.walkthrough import DEFAULT_CARDS
 from attention_lib.widgets import available_explorers, render_png
 from attention_lib.widgets import mask_order as mo
@@ -60,16 +59,12 @@ def test_explorer_slider_redraws_and_readout_follows():
 
 
 def test_refresh_shows_what_a_fresh_draw_shows():
-    pngs = []
-    for firsts in ([-4.0, 5.0], [5.0]):
-        fig, _ = plots.new_figure(0, figsize=(12, 4), pyplot=False, dpi=50)
-        mo.draw(fig, mo.update(firsts[0]))
-        fig.set_layout_engine("none")
-        for first in firsts[1:]:
-            mo.refresh(fig, mo.update(first))
-        pngs.append(render_png(fig))
-    plt.close("all")
-    assert pngs[0] == pngs[1]
+    explorer = mo.mask_order_explorer()
+    explorer.set(future_first=-4.0)
+    explorer.set(future_first=5.0)
+    fresh = render_png(mo.EXPLORER.figure(mo.update(5.0)))
+    assert explorer.png == fresh
+    explorer.close()
 
 
 def test_registered_with_the_explorers():

@@ -311,11 +311,11 @@ def test_operators_are_large_bold_and_dark(style):
 
 def test_a_size_change_redraws_once_and_a_return_blits(explorer):
     """New lengths are a new layout (static key); going back finds the frozen one."""
-    first_figure = explorer._fig
+    first_figure = explorer.fig
     explorer.set(d_k=2)
-    assert explorer._fig is first_figure  # widths only move artists
+    assert explorer.fig is first_figure  # widths only move artists
     explorer.set(T_k=9)
-    assert explorer._fig is not first_figure
-    assert explorer._fig.get_size_inches()[1] == sc.figure_layout(4, 9, "cross").height
+    assert explorer.fig is not first_figure
+    assert explorer.fig.get_size_inches()[1] == sc.figure_layout(4, 9, "cross").height
     explorer.set(T_k=6)
-    assert explorer._fig is first_figure
+    assert explorer.fig is first_figure

@@ -47,9 +47,9 @@ def test_explorer_state_and_figure_follow_the_controls():
     assert explorer.png != first_png
     assert "car gets the most weight" in explorer.readout.value
     # The figure's artists hold the new numbers.
-    middle = explorer._fig.axes[1]
+    middle = explorer.fig.axes[1]
     np.testing.assert_allclose([p.get_height() for p in middle.patches], explorer.state.weights)
-    star = explorer._fig.axes[2].lines[-1]
+    star = explorer.fig.axes[2].lines[-1]
     np.testing.assert_allclose(star.get_xydata()[0], explorer.state.output)
     # The numbers table carries every weight, rounded.
     for w in explorer.state.weights:
@@ -94,7 +94,7 @@ def test_static_figure_and_registry():
 
 def test_board_style_explorer():
     explorer = soft_lookup_explorer(style="board")
-    assert explorer._fig.axes[0].title.get_fontsize() == plots.STYLES["board"]["title"]
+    assert explorer.fig.axes[0].title.get_fontsize() == plots.STYLES["board"]["title"]
 
 
 def test_readout_reports_ties_as_ties():
@@ -133,7 +133,7 @@ def _segment_pixels(ax, ends, count=40):
 def test_labels_never_cover_an_arrow_another_label_or_the_output(style):
     """The "q" used to hide behind the dog arrow (issue 12): no label may sit on anything."""
     explorer = soft_lookup_explorer(style=style)
-    fig = explorer._fig
+    fig = explorer.fig
     renderer = fig.canvas.get_renderer()
     left, _, right = fig.axes[:3]
     keys, _, _ = sl.example_cards()
@@ -166,7 +166,7 @@ def test_fits_one_screen_with_text_of_at_least_14_css_pixels(style):
     explorer = soft_lookup_explorer(style=style)
     width, height = sl.EXPLORER.figsize_for(style)
     assert plots.DISPLAY_WIDTH_PX * height / width <= 560  # figure: under 60 % of 959 px
-    texts = explorer._fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
+    texts = explorer.fig.findobj(lambda artist: hasattr(artist, "get_fontsize"))
     smallest = min(text.get_fontsize() for text in texts)
     assert smallest * explorer.figure_dpi / 72 >= 14
     explorer.close()

@@ -143,7 +143,7 @@ def shown(fig):
 
 def test_the_figure_shows_the_numbers_of_the_step(explorer):
     explorer.set(step=6)
-    board = shown(explorer._fig)
+    board = shown(explorer.fig)
     assert [board[f"cell-2-{i}"] for i in range(3)] == ["0.73", "0.27", "0"]
     assert board["output-text"] == "[0.73, 0.27]"
     assert sorted(gid for gid in board if gid.startswith("erased-")) == [
@@ -153,10 +153,10 @@ def test_the_figure_shows_the_numbers_of_the_step(explorer):
     assert board["caption"].startswith("Step 6 / 6: causal mask")
     assert "card 3 is erased" in board["caption"]
     explorer.back()
-    board = shown(explorer._fig)
+    board = shown(explorer.fig)
     assert not any(gid.startswith("erased") for gid in board)
     explorer.set(step=2)
-    board = shown(explorer._fig)
+    board = shown(explorer.fig)
     assert "cell-1-0" not in board and "bar-0" not in board and board["output-text"] == "?"
 
 
@@ -190,9 +190,9 @@ def test_an_edited_card_redraws_the_cards_themselves():
     explorer = tw.teach_walkthrough_explorer(style="default")
     explorer.set(step=3)
     explorer.controls["cards"]._fields["k", 0][0].value = 3.0
-    texts = [t.get_text() for t in explorer._fig.axes[0].texts]
+    texts = [t.get_text() for t in explorer.fig.axes[0].texts]
     assert "[3, 0, 1, 0]" in texts and "[1, 0, 1, 0]" in texts  # card 1's new key; the query
-    assert shown(explorer._fig)["cell-0-0"] == "4"
+    assert shown(explorer.fig)["cell-0-0"] == "4"
     explorer.close()
 
 

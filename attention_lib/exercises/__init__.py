@@ -8,7 +8,8 @@ notes that do not fail the answer, and a plain-text display for the notebook.
 A checker never lets the student's exception escape: it reports the exception
 with the lines of the student's code that raised it. An untouched scaffold
 (``raise NotImplementedError()``) is reported as "not attempted yet", naming
-the function that raised. No array a checker hands to the student may change.
+the function that raised. No array a checker hands to the student may change,
+nor NumPy's global random state.
 
 How a mistake is named: the checker computes the right answer from the
 library (:func:`attention_lib.attention_forward`, ``attention_backward``,
@@ -28,7 +29,9 @@ Tolerances, relative and norm-wise (:func:`attention_lib.relative_error`):
 * ``1e-4`` for float32 answers: about 800 times float32's machine epsilon
   (``1.2e-7``), room for the rounding of a few products and a row sum, and
   still two orders of magnitude below the smallest error any listed mistake
-  makes on the probes (tests/test_exercises.py measures it);
+  makes on the probes (tests/test_exercises.py measures it). A float64 input
+  answered in float32 passes at this tolerance, with a note on the lost digits;
+* an answer right to a few digits only (float16 on the way) is named as such;
 * 19.2 derives its tolerances from the Monte Carlo standard error, so that a
   right estimator fails with probability below 1e-4 (:mod:`.score_variance`).
 

@@ -7,7 +7,8 @@ that quotes the student's own lines, tells an untouched scaffold (its
 ``raise NotImplementedError()``) from a case not written yet, and afterwards
 compares every array the checker handed out with a private copy: a student's
 function that writes into its caller's array is named, even when its results
-are right.
+are right. So is one that seeds or draws from NumPy's global generator, which
+every other cell shares (its state is put back).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import linecache
+import math
 import re
 import sys
 import sysconfig
@@ -117,6 +119,7 @@ class Student:
 
         ``label`` says which probe it is, for the messages.
         """
+        global_rng = np.random.get_state()  # noqa: NPY002 - to see whether the student used it
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -136,6 +139,7 @@ class Student:
             raise Stop(Finding("raised", message, hint), error=error) from None
         self._answered.add(name)
         self._require_unchanged(name, label)
+        self._require_global_rng_untouched(name, global_rng)
         return result
 
     def _not_implemented(self, error, function, name, label):
@@ -183,6 +187,23 @@ class Student:
                     f"it; `{name} = {name} / ...` makes a new array instead.",
                 )
             )
+
+    @staticmethod
+    def _require_global_rng_untouched(caller, before):
+        after = np.random.get_state()  # noqa: NPY002 - compared, never drawn from
+        if before[2:] == after[2:] and np.array_equal(before[1], after[1]):
+            return
+        np.random.set_state(before)  # noqa: NPY002 - the other cells keep their random numbers
+        raise Stop(
+            Finding(
+                "global_rng",
+                f"`{caller}` draws from NumPy's global generator (`np.random.seed`, "
+                "`np.random.randn`, `np.random.normal`, ...), which every other cell shares: "
+                "seeding or drawing from it changes their random numbers too. Make a generator "
+                "of your own from the seed, `rng = np.random.default_rng(seed)`, and draw from "
+                "it (`rng.standard_normal(...)`).",
+            )
+        )
 
     def lines_run(self, run):
         """The source lines of every student function that runs during ``run()``.
@@ -257,20 +278,21 @@ def as_result(value, what, expected_shape):
                 "(a missing `return`?).",
             )
         )
-    try:
-        array = np.asarray(value)
+    try:  # a list or a tuple is not an array, even when it would convert to one
+        array = None if isinstance(value, list | tuple) else np.asarray(value)
     except (ValueError, TypeError):
         array = None
     if array is None or array.dtype == object:
-        raise Stop(
-            Finding("wrong_type", f"{what} should be a NumPy array, got {type(value).__name__}.")
-        )
+        got = type(value).__name__
+        if isinstance(value, list | tuple):
+            got += f" of length {len(value)}"
+        raise Stop(Finding("wrong_type", f"{what} should be a NumPy array, got {got}."))
     if array.dtype.kind not in "fiu" or array.dtype == np.float16:
+        coarse = " (float16 is too coarse for a gradient check)" * (array.dtype == np.float16)
         raise Stop(
             Finding(
                 "wrong_dtype",
-                f"{what} has dtype {array.dtype}; expected float64 or float32 "
-                "(float16 is too coarse for a gradient check).",
+                f"{what} has dtype {array.dtype}; expected float64 or float32{coarse}.",
             )
         )
     if array.shape != tuple(expected_shape):
@@ -295,6 +317,33 @@ def tolerance(*arrays):
     """1e-4 when any of the arrays is float32, else 1e-6."""
     dtypes = [np.asarray(array).dtype for array in arrays]
     return FLOAT32_TOLERANCE if np.float32 in dtypes else FLOAT64_TOLERANCE
+
+
+def note_float32_answers(student, answers, input_dtype):
+    """Note the answers (a dict name: array) that came back float32 for float64 inputs."""
+    names = [name for name, answer in answers.items() if answer.dtype == np.float32]
+    if names and input_dtype == np.float64:
+        student.note(
+            "float64_demoted",
+            f"for float64 inputs your {', '.join(names)} come back as float32: something "
+            "converts to float32 (`.astype(np.float32)`, `dtype=np.float32`), which keeps about "
+            "7 digits where float64 keeps 16. It passes at float32's tolerance, 1e-4, but a "
+            "float64 model, or a gradient check, would silently lose those digits.",
+        )
+
+
+def near_miss(what, error, hint):
+    """A finding for an answer right to a few digits only (float16, a rounding), or None."""
+    if not error < 1e-2:
+        return None
+    return Finding(
+        "imprecise",
+        f"{what} is close to the right one but not close enough (relative error {error:.1g}): "
+        f"right to about {max(1, round(-math.log10(error)))} digits, as float16 arithmetic, a "
+        "rounding or an epsilon added somewhere gives. Compute in the inputs' dtype, and add "
+        "nothing that the formula does not have.",
+        hint,
+    )
 
 
 def matches(answer, model, tol):

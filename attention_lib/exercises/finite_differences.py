@@ -228,8 +228,8 @@ def _float32(what):
     )
 
 
-def _restored(X_after, X, h, student, label):
-    """X must come back as it was; round-off of x + h - h is a note, anything else a finding."""
+def _restored(X_after, X, h, label):
+    """X must come back exactly as it was; round-off of x + h - h has its own finding."""
     if X_after.shape == X.shape and np.array_equal(X_after, X):
         return
     if X_after.shape != X.shape:  # X.shape = ... or X.resize(...) in place
@@ -237,14 +237,17 @@ def _restored(X_after, X, h, student, label):
     else:
         change = np.abs(X_after.astype(np.float64) - X)
     if np.all(change <= _roundoff(X, h)):
-        student.note(
-            "restored_with_roundoff",
-            f"X comes back changed in its last bits at {np.count_nonzero(change)} of its "
-            f"{X.size} entries ({label}): `X[i] += h` then `X[i] -= h` does not always give X[i] "
-            "back in floating point (0.1 + 1e-5 - 1e-5 is not 0.1). Harmless here, but save "
-            "the entry and write it back, and the caller's array is left exactly as it was.",
+        raise Stop(
+            Finding(
+                "restored_with_roundoff",
+                f"X comes back changed in its last bits at {np.count_nonzero(change)} of its "
+                f"{X.size} entries ({label}): `X[i] += h` then `X[i] -= h` does not always give "
+                "X[i] back in floating point (0.1 + 1e-5 - 1e-5 is not 0.1), and X must come "
+                "back exactly as it was given: the caller's Q, K or V would drift a little with "
+                "every check. Save the entry, nudge it, then write the saved value back.",
+                _HINT,
+            )
         )
-        return
     raise Stop(
         Finding(
             "not_restored",
@@ -315,14 +318,18 @@ def _check_one(student, central_difference, name, function, X, reference, h):
                     _HINT,
                 )
             ) from None
-        if isinstance(stop.error, TypeError) and h is None and "argument" in str(stop.error):
+        if (
+            isinstance(stop.error, TypeError)
+            and h is None
+            and any(word in str(stop.error) for word in ("argument", "NoneType"))
+        ):
             raise Stop(
                 Finding(
                     "no_default_step",
-                    f"central_difference(f, X) without a step fails: "
-                    f"{stop.findings[0].message.split(' raised ', 1)[-1]}. Give h a default, "
-                    "`def central_difference(f, X, h=None):` with your step chosen inside, "
-                    "or `h=1e-6`.",
+                    f"central_difference(f, X) without a step, so with h=None, fails: "
+                    f"{stop.findings[0].message.split(' raised ', 1)[-1]}\nGive h a default: "
+                    "`def central_difference(f, X, h=None):` and `if h is None: h = ...` "
+                    "inside, with your step.",
                     _HINT,
                 )
             ) from None
@@ -341,7 +348,7 @@ def _check_one(student, central_difference, name, function, X, reference, h):
     if structure is not None:
         raise Stop(structure)
     smallest, step = _steps_used(recorder.calls, X)
-    _restored(given, X, step, student, label)
+    _restored(given, X, step, label)
     result = as_result(value, f"central_difference(f, X) {label}", X.shape)
     if result.dtype.kind in "iu":
         raise Stop(
@@ -381,10 +388,11 @@ def _check_one(student, central_difference, name, function, X, reference, h):
             Finding(
                 "step_too_large" if too_large else "step_too_small",
                 f"your default step h = {step:.1g} lies {'above' if too_large else 'below'} "
-                f"{STEP_RANGE[1 if too_large else 0]:.0e} ({label}; relative error {error:.1g} "
-                "against the library's): in float64 a central difference's truncation error "
-                "grows like h² above that, and its round-off error like 1e-16 / h below about "
-                "1e-7; about 1e-6 to 1e-5 balances the two (notebook 04's explorer).",
+                f"{STEP_RANGE[1 if too_large else 0]:.0e}, outside the range the exercise "
+                f"states ({label}; relative error {error:.1g} against the library's, which may "
+                "be small on this f and not on another): in float64 a central difference's "
+                "truncation error grows like h², and its round-off error like 1e-16 |f| / h; "
+                "about 1e-6 to 1e-5 balances the two (notebook 04's explorer).",
                 _HINT,
             )
         )
@@ -459,8 +467,7 @@ def _check_central_difference(student, central_difference):
         f"uses the step h it is given ({', '.join(f'{h:g}' for h in GIVEN_STEPS)}); its default "
         f"step, {steps[0]:.0e}, lies within {STEP_RANGE[0]:.0e}..{STEP_RANGE[1]:.0e}",
         "computes in float64",
-        "X comes back as it was given"
-        + (" (up to round-off: see the note)" if student.notes else ""),
+        "X comes back exactly as it was given",
     ]
 
 
@@ -491,32 +498,7 @@ def _errors(student, gradient_errors, backward, label, scale=1.0):
         grad_output,
         label=label,
     )
-    if isinstance(value, dict) and set(value) == set("QKV"):
-        value = [value[key] for key in "QKV"]
-    if isinstance(value, tuple | list | np.ndarray) and any(
-        isinstance(item, bool | np.bool_) for item in np.asarray(value, dtype=object).reshape(-1)
-    ):
-        raise Stop(
-            Finding(
-                "returns_verdicts",
-                f"gradient_errors {label} returns True/False verdicts (np.allclose?), not the "
-                "relative errors: return the three numbers, and compare them with a tolerance "
-                "where you judge them.",
-                _HINT,
-            )
-        )
-    try:
-        errors = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        errors = None
-    if errors is None or errors.shape != (3,):
-        raise Stop(
-            Finding(
-                "wrong_type",
-                f"gradient_errors {label} should return three numbers, the relative errors of "
-                f"(grad_Q, grad_K, grad_V), got {type(value).__name__}.",
-            )
-        )
+    errors = _read_errors(value, label)
     if not np.all(np.isfinite(errors)) or np.any(errors < 0):
         raise Stop(
             Finding(
@@ -526,6 +508,45 @@ def _errors(student, gradient_errors, backward, label, scale=1.0):
             )
         )
     return errors
+
+
+def _read_errors(value, label):
+    """gradient_errors' three numbers (a dict keyed Q, K, V is read too), or a Stop."""
+    if isinstance(value, dict) and set(value) == set("QKV"):
+        value = [value[key] for key in "QKV"]
+    is_sequence = isinstance(value, tuple | list) or (
+        isinstance(value, np.ndarray) and value.ndim > 0
+    )
+    items = list(value) if is_sequence else []
+    if any(isinstance(item, bool | np.bool_) for item in items):
+        raise Stop(
+            Finding(
+                "returns_verdicts",
+                f"gradient_errors {label} returns True/False verdicts (np.allclose?), not the "
+                "relative errors: return the three numbers, and compare them with a tolerance "
+                "where you judge them.",
+                _HINT,
+            )
+        )
+    if len(items) == 3 and all(np.ndim(item) == 0 for item in items):
+        try:
+            return np.array([float(item) for item in items])
+        except (TypeError, ValueError):
+            pass
+    got = type(value).__name__
+    if items and any(np.ndim(item) for item in items):
+        shapes = ", ".join(str(np.shape(item)) for item in items)
+        got += f" of arrays of shapes {shapes}: reduce each comparison to one number, a norm-wise"
+        got += " relative error over the whole gradient"
+    elif items:
+        got += f" of length {len(items)}"
+    raise Stop(
+        Finding(
+            "wrong_type",
+            f"gradient_errors {label} should return three numbers, the relative errors of "
+            f"(grad_Q, grad_K, grad_V), got {got}.",
+        )
+    )
 
 
 def _check_gradient_errors(student, gradient_errors):
@@ -595,11 +616,11 @@ def _judge_own(student, gradient_errors, forward, backward):
     Q, K, V, mask, grad_output = _attention_inputs()
     student.forget()
     try:
-        errors = student.call(
+        value = student.call(
             gradient_errors, "gradient_errors", forward, backward, Q, K, V, mask, grad_output
         )
-        errors = np.asarray(errors, dtype=np.float64).reshape(3)
-    except (NotAttempted, Stop, TypeError, ValueError) as problem:
+        errors = _read_errors(value, "on your pair")
+    except (NotAttempted, Stop) as problem:
         # gradient_errors has run before, so part (a)'s scaffold shows up as "unfinished"
         if isinstance(problem, Stop) and problem.findings[0].diagnosis == "unfinished":
             student.note(

@@ -14,9 +14,10 @@ queries only (a key none of them may read must get exactly no gradient);
 scores of about 850 (overflow unless each row's maximum is subtracted); rows
 whose scores lie 780 apart (underflow when one maximum serves every row); a
 blocked score 800 above the readable ones (underflow unless it is blocked
-before anything else touches it); a mask with an empty row; rectangular
-inputs; a leading batch axis with a causal and with a padding mask;
-``mask=None``; and float32 inputs. Wherever a mask makes an output or a
+before anything else touches it), these three forward and backward; a mask
+with an empty row; rectangular inputs; leading batch and head axes with a
+causal mask, and a batch axis with a padding mask; ``mask=None``; and float32
+inputs. Wherever a mask makes an output or a
 gradient exactly 0 (an empty row, a key no query with a gradient may read),
 it must be exactly 0.
 """
@@ -50,6 +51,8 @@ from ._harness import (
     constant_factor,
     first_match,
     matches,
+    near_miss,
+    note_float32_answers,
     permuted_match,
     require_callable,
     require_tuple,
@@ -151,8 +154,8 @@ def probe(name):
         Q, K, V, grad_output = _random_inputs((), 3, 6, seed=1944)
         label = f"with Q {Q.shape}, K {K.shape}, V {V.shape}, {_causal_label(3, 6)[5:]}"
         return _make_probe(label, Q, K, V, causal_mask(3, 6), grad_output)
-    if name == "batch":
-        Q, K, V, grad_output = _random_inputs((2,), T, T, seed=1945)
+    if name == "batch":  # batch and heads: any number of leading axes
+        Q, K, V, grad_output = _random_inputs((2, 2), T, T, seed=1945)
         label = f"with Q {Q.shape}, K {K.shape}, V {V.shape}, {_causal_label(T)[5:]}"
         return _make_probe(label, Q, K, V, causal, grad_output)
     if name == "padding":
@@ -222,6 +225,8 @@ def forward_models(Q, K, V, mask):
         ("row_max_wrong_axis", row_max_wrong_axis @ V),
         ("scaled_after_softmax", masked_softmax(raw, mask) @ V / math.sqrt(Q.shape[-1])),
     ]
+    if raw.shape[-1] == raw.shape[-2]:
+        models += [("missing_keepdims", output) for output in _lost_keepdims(blocked, V)]
     if not given:
         return models
     models += [
@@ -234,6 +239,19 @@ def forward_models(Q, K, V, mask):
     if mask.shape[-1] == mask.shape[-2]:
         models.append(("mask_transposed", masked_softmax(scaled, np.swapaxes(mask, -1, -2)) @ V))
     return models
+
+
+def _lost_keepdims(blocked, V):
+    """Outputs when a row's maximum, or a row's sum, loses its axis (square scores only):
+    ``(..., T)`` lines up with the last axis, so row j's number meets column j."""
+    row_max = np.max(blocked, axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    with np.errstate(all="ignore"):
+        exp = np.exp(blocked - np.swapaxes(row_max, -1, -2))
+        max_lost = exp / exp.sum(-1, keepdims=True)
+        exp = np.exp(blocked - row_max)
+        sum_lost = exp / np.swapaxes(exp.sum(-1, keepdims=True), -1, -2)
+        return max_lost @ V, sum_lost @ V
 
 
 def _fitted_scale(output, Q, K, V, mask, tol):
@@ -275,6 +293,10 @@ _FORWARD_MISTAKES = {
     "key's column instead of each query's row). Subtracting one number from a whole ROW "
     "leaves its softmax unchanged; a different number per column does not. Use "
     "`np.max(scores, axis=-1, keepdims=True)`.",
+    "missing_keepdims": "a row's maximum or sum has lost its axis: `np.max(scores, axis=-1)` "
+    "without keepdims=True has shape (..., T_q), which lines up with the KEYS when it is "
+    "subtracted from or divided into the (..., T_q, T_k) scores, so row j's number meets "
+    "column j (and fails to broadcast when T_q != T_k). Keep the axis: `keepdims=True`.",
     "mask_after_softmax": "the mask is applied after the softmax: the blocked keys still take "
     "their share of the denominator, so each row with a blocked key sums to less than 1, and "
     "the future leaks into the normaliser. Set blocked scores to -inf before the softmax.",
@@ -310,6 +332,9 @@ _BACKWARD_MISTAKES = {
     "wrong axis; `rowsum(grad_A * A)` runs over the last axis, the keys of one query.",
     "grad_K_not_transposed": "grad_K is not transposed: it must be `grad_Sᵀ Q / sqrt(d_k)` (key j "
     "collects the gradient of column j of the scores), not `grad_S Q / sqrt(d_k)`.",
+    "transposes_swapped": "grad_Q and grad_K have each other's transpose: grad_Q = "
+    "`grad_S K / sqrt(d_k)` (query i collects row i of the score gradients) and grad_K = "
+    "`grad_Sᵀ Q / sqrt(d_k)` (key j collects column j), not `grad_Sᵀ K` and `grad_S Q`.",
     "grad_K_missing_scale": "grad_K misses the scale: the scores are `Q Kᵀ / sqrt(d_k)`, so "
     "grad_K = `grad_Sᵀ Q / sqrt(d_k)`.",
     "grad_Q_missing_scale": "grad_Q misses the scale: the scores are `Q Kᵀ / sqrt(d_k)`, so "
@@ -341,6 +366,10 @@ def backward_models(Q, K, V, mask, grad_output):
     if Q.shape[-2] == K.shape[-2]:  # only square scores let the untransposed products run
         models += [
             ("grad_K_not_transposed", (grad_Q, grad_scores @ Q * scale, grad_V)),
+            (
+                "transposes_swapped",
+                (np.swapaxes(grad_scores, -1, -2) @ K * scale, grad_scores @ Q * scale, grad_V),
+            ),
             ("grad_V_not_transposed", (grad_Q, grad_K, weights @ grad_output)),
         ]
     for name, wrong_scores in softmax_row.softmax_backward_models(weights, grad_weights):
@@ -395,10 +424,25 @@ class _Pair:
         # Shapes that fit only in another order: keep each array as it is; the values tell
         # which order it is (Q and K often share a shape).
         reordered = sorted(map(str, shapes)) == sorted(map(str, expected))
-        return tuple(
-            as_result(value, f"{name} from backward {p.label}", shape if reordered else want)
-            for name, value, want, shape in zip(_GRAD_NAMES, result, expected, shapes, strict=True)
-        )
+        try:
+            return tuple(
+                as_result(value, f"{name} from backward {p.label}", shape if reordered else want)
+                for name, value, want, shape in zip(
+                    _GRAD_NAMES, result, expected, shapes, strict=True
+                )
+            )
+        except Stop as stop:
+            finding = stop.findings[0]
+            if finding.diagnosis != "not_finite":
+                raise
+            raise Stop(
+                finding._replace(
+                    message=f"{finding.message} Forward's output was finite, so the NaN arises "
+                    "in backward: does it use a blocked score's -inf, or divide 0 by 0, where it "
+                    "needs the weights?",
+                    hint=_HINT_BACKWARD,
+                )
+            ) from None
 
     def _call(self, function, name, *args, **kwargs):
         try:
@@ -473,6 +517,9 @@ def _wrong_output(output, p, tol):
     if mistake is not None:
         hint = _HINT_MASK if mistake.startswith("mask") else _HINT_FORWARD
         return Finding(mistake, _FORWARD_MISTAKES[mistake] + f" ({p.label})", hint)
+    misread = _keys_misread(output, p, tol)
+    if misread is not None:
+        return misread
     scale = _fitted_scale(output, p.Q, p.K, p.V, mask, tol)
     if scale is not None:
         return Finding(
@@ -482,13 +529,62 @@ def _wrong_output(output, p, tol):
             "not d_model, the width of all heads together).",
             _HINT_FORWARD,
         )
+    error = relative_error(output, p.output)
+    imprecise = near_miss(f"the output of forward {p.label}", error, _HINT_FORWARD)
+    if imprecise is not None:
+        return imprecise
     return Finding(
         "wrong_output",
         f"the output of forward {p.label} differs from the right one (relative error "
-        f"{relative_error(output, p.output):.2g}) and matches none of the usual mistakes. The "
+        f"{error:.2g}) and matches none of the usual mistakes. The "
         "right output is `softmax(Q Kᵀ / sqrt(d_k)) V`, with blocked keys at -inf before the "
         "softmax.",
         _HINT_FORWARD,
+    )
+
+
+def _keys_misread(output, p, tol):
+    """A finding when each output row is right attention over SOME set of keys, and some set is
+    not the one the mask allows: the rows say which keys the student's forward reads."""
+    scores = attention_scores(p.Q, p.K)
+    lead = scores.shape[:-2]
+    T_q, T_k = scores.shape[-2:]
+    subsets = np.array(np.meshgrid(*[[False, True]] * T_k, indexing="ij")).reshape(T_k, -1).T
+    allowed = np.broadcast_to(True if p.mask is None else p.mask, scores.shape)
+    values = np.broadcast_to(p.V, lead + p.V.shape[-2:])
+    wrong = []
+    for index in np.ndindex(*lead, T_q):
+        candidates = masked_softmax(np.broadcast_to(scores[index], subsets.shape), subsets)
+        rows = candidates @ values[index[:-1]]
+        errors = [relative_error(output[index], row) for row in rows]
+        best = int(np.argmin(errors))
+        if errors[best] >= tol:
+            return None
+        if not np.array_equal(subsets[best], allowed[index]):
+            wrong.append((index, subsets[best], allowed[index]))
+    if not wrong:
+        return None
+
+    def keys(row):
+        read = np.flatnonzero(row)
+        return f"key{'s' * (read.size > 1)} " + ", ".join(map(str, read)) if read.size else "no key"
+
+    def query(index):
+        return f"query {index[-1]}" + (f" of batch index {index[:-1]}" if lead else "")
+
+    shown = "; ".join(
+        f"{query(index)} reads {keys(read)} (the mask allows {keys(mask)})"
+        for index, read, mask in wrong[:3]
+    )
+    return Finding(
+        "keys_misread",
+        f"forward {p.label} reads other keys than the mask allows: {shown}"
+        f"{f'; and {len(wrong) - 3} more' if len(wrong) > 3 else ''}. Each of your output rows "
+        "is right attention over "
+        "the keys it reads, so the softmax is right and the blocking is not: apply exactly the "
+        "mask you are given (True = may read, `np.where(mask, scores, -np.inf)`), or none when "
+        "it is None.",
+        _HINT_MASK,
     )
 
 
@@ -548,6 +644,9 @@ def _check_gradients(grads, p, tol):
     factor = _factor_finding(grads, p, tol)
     if factor is not None:
         raise Stop(factor)
+    imprecise = near_miss(f"backward {p.label}: the gradient", max(errors), _HINT_BACKWARD)
+    if imprecise is not None:
+        raise Stop(imprecise)
     wrong = ", ".join(
         f"{name} (relative error {error:.2g})"
         for name, error in zip(_GRAD_NAMES, errors, strict=True)
@@ -660,6 +759,8 @@ def _check_probe(pair, p, tol=None, result=None):
         raise Stop(_wrong_output(output, p, tol))
     _check_gradients(grads, p, max(tol, tolerance(*grads)))
     _require_exact_zeros(output, grads, p)
+    answers = dict(zip(("output", *_GRAD_NAMES), (output, *grads), strict=True))
+    note_float32_answers(pair.student, answers, p.Q.dtype)
     return output, grads
 
 
@@ -711,7 +812,7 @@ def _first_array(result):
 
 
 def _check_numerics(pair):
-    """The three probes with extreme scores: only the forward output is compared."""
+    """The three probes with extreme scores, forward first, then backward."""
     for name, diagnosis, explain in (
         ("large_scores", "no_max_subtraction", _no_max),
         ("rows_apart", "global_max_subtraction", _global_max),
@@ -726,10 +827,27 @@ def _check_numerics(pair):
             bad = np.union1d(broken, np.setdiff1d(zero, expected_zero))
             if bad.size:
                 raise Stop(Finding(diagnosis, explain(bad), _HINT_NUMERICS))
-        output, _ = pair.output(p, result)
+        output, cache = pair.output(p, result)
         tol = max(tolerance(output), _LARGE_SCORE_TOLERANCE)
         if relative_error(output, p.output) >= tol:
             raise Stop(_wrong_output(output, p, tol))
+        try:
+            grads = pair.run_backward(p, cache)
+            _check_gradients(grads, p, max(tol, tolerance(*grads)))
+        except Stop as stop:  # right on the main probe: only these scores break it
+            if stop.error is not None:  # the student's exception, reported as it is
+                raise
+            broken = "NaN or inf" if stop.findings[0].diagnosis == "not_finite" else "wrong"
+            raise Stop(
+                Finding(
+                    diagnosis,
+                    f"{_where(p)} your forward is right, but the gradients from backward are "
+                    f"{broken}: the softmax backward uses does not survive these scores (does it "
+                    "recompute the weights without what makes forward safe?). Use the weights "
+                    "forward cached, or compute them the same way.",
+                    _HINT_NUMERICS,
+                )
+            ) from None
 
 
 def _rows(rows):
@@ -768,8 +886,9 @@ def _blocked_high(rows):
 
 
 def _check_shapes(pair):
-    """Rectangular inputs, a batch axis with two kinds of mask, and no mask."""
-    for name in ("rectangular", "batch", "padding", "no_mask"):
+    """Rectangular inputs, leading axes with two kinds of mask, and no mask."""
+    # the 3-D padding probe before the 4-D one: an axis counted from the front is named there
+    for name in ("rectangular", "padding", "batch", "no_mask"):
         p = probe(name)
         batched = p.Q.ndim > 2
         try:
@@ -831,8 +950,8 @@ def _in_batch(pair, p, finding):
         return Finding("batch_axes", f"{finding.message}\n{_reverses_axes(line, p)}", _HINT_FORWARD)
     if finding.diagnosis in _SCALE_MISTAKES:
         extra = (
-            "With a leading batch axis, d_k is Q.shape[-1]: Q.shape[1] is the sequence length "
-            "there."
+            "With leading axes, d_k is Q.shape[-1]: Q.shape[1] is a sequence length or a "
+            "number of heads there."
         )
     else:
         extra = (
@@ -852,9 +971,9 @@ def _in_batch(pair, p, finding):
 def _reverses_axes(line, p):
     function, source = line
     return (
-        f"With a leading batch axis, `.T` (or `np.transpose` without axes) reverses every axis: "
-        f"your line `{source}` (in {function}) turns K of shape {p.K.shape} into "
-        f"{p.K.shape[::-1]}. Transpose the last two axes only: `np.swapaxes(K, -1, -2)`."
+        f"With leading axes, `.T` (or `np.transpose` without axes) reverses every axis, so an "
+        f"array of shape {p.K.shape} becomes {p.K.shape[::-1]}: your line `{source}` (in "
+        f"{function}) does that. Transpose the last two axes only: `np.swapaxes(x, -1, -2)`."
     )
 
 
@@ -895,7 +1014,7 @@ def _check_float32(pair):
     try:
         output, grads = _check_probe(pair, p, tol=FLOAT32_TOLERANCE)
     except Stop as stop:
-        if stop.findings[0].diagnosis not in ("wrong_output", "wrong_gradient"):
+        if stop.findings[0].diagnosis not in ("wrong_output", "wrong_gradient", "imprecise"):
             raise
         raise Stop(
             Finding(
@@ -956,13 +1075,16 @@ def _findings(student, forward, backward):
         f"{FLOAT64_TOLERANCE:.0e}; {FLOAT32_TOLERANCE:.0e} if you compute in float32)",
         float32_line,
         "keys that no query with an output gradient may read get gradient exactly 0",
-        "scores of about 850 do not overflow (each row's maximum is subtracted)",
-        "rows whose scores lie 780 apart do not underflow (each row's own maximum)",
-        "a blocked score 800 above the readable ones changes nothing (blocked first)",
+        "scores of about 850 do not overflow, forward or backward (each row's maximum is "
+        "subtracted)",
+        "rows whose scores lie 780 apart do not underflow, forward or backward (each row's own "
+        "maximum)",
+        "a blocked score 800 above the readable ones changes nothing, forward or backward "
+        "(blocked first)",
         "a query with no readable key gets output exactly 0 and gradient exactly 0, no NaN",
         "rectangular inputs (T_q = 3, T_k = 6, causal_mask(3, 6)) work",
-        "a leading batch axis works, with causal_mask(5) and with a padding mask of shape "
-        "(2, 1, 5)",
+        f"leading axes work: batch and heads, Q {probe('batch').Q.shape} with causal_mask(5), "
+        "and a batch with a padding mask of shape (2, 1, 5)",
         "mask=None reads every key",
         "Q, K, V, mask and grad_output are left unchanged",
     ]
@@ -978,8 +1100,8 @@ def check_exercise_19_4(forward, backward):
     passes ``mask=causal_mask(5)`` explicitly, compares the gradients with
     central finite differences in float64, and probes (module docstring): an
     output gradient on the first queries only, a fully masked row, extreme
-    scores, rectangular inputs, a leading batch axis with a causal and a
-    padding mask, ``mask=None`` and float32 inputs (within ``1e-4``). No
+    scores, rectangular inputs, leading batch and head axes with a causal mask
+    and a batch axis with a padding mask, ``mask=None`` and float32 inputs (within ``1e-4``). No
     array it hands out may change.
 
     Parameters

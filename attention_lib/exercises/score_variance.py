@@ -7,20 +7,26 @@ estimate from ``n`` samples (:func:`attention_lib.variance_standard_error`):
 
 * **the mean**: at each width of ``widths`` the estimate with ``samples``
   samples lies within ``z`` standard errors of ``d_k``;
-* **the scatter**: at d_k = 8 and 64, the estimates of 32 seeds with 1,000
-  samples each scatter as much as 1,000 samples imply. Their sample variance
-  divided by the squared standard error, times 31, is chi-square with 31
-  degrees of freedom for a right estimator (its estimates are close to normal
-  at 1,000 samples), and must lie between that distribution's two tail
-  quantiles. Far more scatter means fewer samples are drawn than asked for (or
-  one query is reused against every key), far less means more (or the dot
-  products of every query with every key), none means the seed is not used.
+* **the scatter**: for each of ``SCATTER_PROBES`` (d_k = 8 with 250 and with
+  4,000 samples, d_k = 64 with 1,000), the estimates of 32 seeds scatter as
+  much as that sample count implies. Their sample variance divided by the
+  squared standard error, times 31, is chi-square with 31 degrees of freedom
+  for a right estimator (its estimates are close to normal at these counts),
+  and must lie between that distribution's two tail quantiles. Far more
+  scatter means fewer independent samples than asked for (or one query reused
+  against every key), far less means more (or the dot products of every query
+  with every key), none means the seed is not used.
 
 A right estimator fails with probability at most ``FALSE_REJECTION`` = 1e-4:
-the eight tests (four means, two tails at two widths) get 1e-5 each, and the
-remaining 2e-5 cover the normal approximation (tests/test_exercises.py runs a
-right estimator over 512 seeds and measures how close it is). One seed gives
-one verdict, so a student who reruns the checker sees the same report.
+``MEAN_BUDGET`` (3e-5) is shared by the means, ``TAIL_BUDGET`` (7.5e-6) goes to
+each tail of each scatter probe, and the remaining 2.5e-5 cover the normal
+approximation (tests/test_exercises.py runs a right estimator over many seeds
+and measures how close it is). One seed gives one verdict, so a student who
+reruns the checker sees the same report.
+
+The answer must be a float (an int or a one-element list is refused, by name)
+drawn from its own ``np.random.default_rng(seed)``: drawing from NumPy's
+global generator is named too (the harness sees its state change).
 
 What cannot be caught from outside: an answer that returns ``d_k`` plus noise
 of exactly the right size, drawn from the seed, behaves like a right estimator
@@ -41,7 +47,7 @@ import numpy as np
 
 from .._validation import require_whole_number
 from ..variance import variance_standard_error
-from ._harness import Stop, require_callable, run
+from ._harness import Stop, function_name, require_callable, run
 from ._report import Finding
 
 __all__ = ["check_exercise_19_2"]
@@ -140,19 +146,29 @@ _ONE_AT_EVERY_WIDTH = ("divided_by_sqrt_d_k", "products_not_summed", "variance_o
 
 def _estimate(student, estimate, width, samples, seed):
     label = f"estimate({width}, {samples}, {seed})"
-    value = student.call(estimate, "your estimate", width, samples, seed)
+    value = student.call(estimate, function_name(estimate, "estimate"), width, samples, seed)
     if value is None:
         raise Stop(Finding("returned_none", f"{label} returned None: a missing `return`?"))
-    try:
-        number = float(np.asarray(value).reshape(()))
-    except (TypeError, ValueError):
+    if isinstance(value, int | np.integer):  # bool included
         raise Stop(
             Finding(
                 "wrong_type",
-                f"{label} should return one number, got {type(value).__name__} of shape "
-                f"{np.shape(value)}.",
+                f"{label} returned the whole number {value!r}: a variance is a real number, and "
+                "`int(...)` (or `//`) cuts off its fraction. Return `float(...)`.",
             )
-        ) from None
+        )
+    if not isinstance(value, float | np.floating) and not (
+        isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind == "f"
+    ):
+        raise Stop(
+            Finding(
+                "wrong_type",
+                f"{label} should return one number, a float, got {type(value).__name__}"
+                + (f" of shape {np.shape(value)}" if np.ndim(value) else "")
+                + ": `float(np.var(...))`.",
+            )
+        )
+    number = float(value)
     if not np.isfinite(number):
         raise Stop(Finding("not_finite", f"{label} is {number}."))
     return number
@@ -175,6 +191,7 @@ def _mean_models(width, samples):
         ("variance_of_entries", 1.0, np.sqrt(2 / (samples * width))),
         ("divided_by_sqrt_d_k", 1.0, error / width),
         ("same_vectors", 2.0 * width, np.sqrt((8 * width**2 + 48 * width) / samples)),
+        ("samples_identical", 0.0, 1e-9 * width),
         ("mean_instead_of_variance", 0.0, np.sqrt(width / samples)),
         ("uniform_entries", 7 * width / 144, 7 * width / 144 * 2 / np.sqrt(samples)),
         ("one_product_scaled", width**2, width**2 * np.sqrt(8 / samples)),
@@ -201,6 +218,10 @@ _MISTAKES = {
     "same_vectors": "your estimates are close to 2 d_k: q and k are the same vectors, so q·k is "
     "|q|², whose variance is 2 d_k. Two generators made with the same seed give the same "
     "numbers: draw q and k from one generator, one after the other.",
+    "samples_identical": "your estimates are 0 at every width, up to rounding: every sample gives "
+    "the same dot product. Is the generator made again for each sample "
+    "(`np.random.default_rng(seed)` inside the loop restarts the same numbers)? Make it once, "
+    "then draw every sample from it.",
     "mean_instead_of_variance": "your estimates are close to 0 at every width: that is the mean "
     "of q·k (np.mean?), not its variance.",
     "uniform_entries": "your estimates are close to 7 d_k / 144: the entries are uniform on "
@@ -271,8 +292,10 @@ def _scatter_finding(ratios):
     return Finding(
         "too_many_samples" if more else "too_few_samples",
         f"your estimates ({probes}) vary from seed to seed as much as about "
-        f"{at_narrow:.2g} times the number of samples asked for would: the function draws "
-        f"{'more' if more else 'fewer'} samples than it is asked for (how is `samples` used?).",
+        f"{at_narrow:.2g} times the number of samples asked for would: the function uses "
+        f"{'more' if more else 'fewer'} independent samples than it is asked for (are "
+        f"{'more' if more else 'fewer'} drawn{'' if more else ', or some reused'}? how is "
+        "`samples` used?).",
         _HINT,
     )
 
@@ -429,20 +452,21 @@ def check_exercise_19_2(estimate, *, samples=20_000, widths=VARIANCE_WIDTHS, see
     over ``samples`` pairs of vectors with ``width`` independent
     standard-normal entries, drawn from ``np.random.default_rng(seed)``.
 
-    It passes when it lies within 4.4 standard errors of ``d_k`` at every
+    It passes when it lies within 4.5 standard errors of ``d_k`` at every
     width (the standard error following from ``samples``,
     :func:`attention_lib.variance_standard_error`), when the estimates of 32
-    seeds with 1,000 samples each scatter as much as 1,000 samples imply, and
-    when one seed gives one answer; a right estimator fails with probability
-    below 1e-4. Otherwise the usual mistakes are named (module docstring).
+    seeds scatter as much as the sample counts of the scatter probes imply,
+    and when one seed gives one answer; a right estimator fails with
+    probability below 1e-4. Otherwise the usual mistakes are named (module
+    docstring).
 
     Parameters
     ----------
     estimate : callable
         ``estimate(width, samples, seed) -> float``.
     samples : int, default 20_000
-        Passed to ``estimate`` for the mean test; at least 15,610 at width 1, or
-        4.4 standard errors cannot tell ``d_k`` from a value 10% away.
+        Passed to ``estimate`` for the mean test; at least about 16,000 at width
+        1, or 4.5 standard errors cannot tell ``d_k`` from a value 10% away.
     widths : tuple of int, default (1, 8, 64, 512)
     seed : int, default 0
         The mean test uses this seed, the scatter test the 32 after it.

@@ -21,6 +21,8 @@ from ._harness import (
     as_result,
     constant_factor,
     first_match,
+    near_miss,
+    note_float32_answers,
     require_callable,
     run,
     tolerance,
@@ -228,9 +230,15 @@ def _diagnose(answer, weights, grad_weights, shape, passed_shapes, tol, error):
         )
     if passed_shapes and len(shape) != 2:
         return _only_2d(shape, f"your grad_scores is wrong (relative error {error:.2g})", _HINT)
+    rows = _wrong_rows(answer, softmax_backward(weights, grad_weights), tol)
+    if rows is not None:
+        return rows
+    imprecise = near_miss(f"for weights of shape {shape}, your grad_scores", error, _HINT)
+    if imprecise is not None:
+        return imprecise
     row_sums = np.abs(np.sum(answer, axis=-1)).max()
     sums = (
-        "Each row of your answer sums to zero, as it should; look at the product with the weights."
+        "Each row of your answer sums to zero, as a right one does."
         if row_sums < 1e-6 * np.abs(answer).max()
         else "A right answer's rows sum to zero; yours do not."
     )
@@ -238,6 +246,27 @@ def _diagnose(answer, weights, grad_weights, shape, passed_shapes, tol, error):
         "wrong_gradient",
         f"for weights of shape {shape}, grad_scores differs from finite differences (relative "
         f"error {error:.2g}, tolerance {tol:.0e}) and matches none of the usual mistakes. {sums}",
+        _HINT,
+    )
+
+
+def _wrong_rows(answer, right, tol):
+    """A finding when some rows are right and the others wrong (a loop that misses rows)."""
+    answer, right = answer.reshape(-1, answer.shape[-1]), right.reshape(-1, right.shape[-1])
+    wrong = [row for row in range(len(right)) if relative_error(answer[row], right[row]) >= tol]
+    if not wrong or len(wrong) == len(right):
+        return None
+    untouched = " (all zero)" if not np.any(answer[wrong]) else ""
+    rows = (
+        f"row {wrong[0]} of your grad_scores is"
+        if len(wrong) == 1
+        else (f"rows {', '.join(map(str, wrong))} of your grad_scores are")
+    )
+    return Finding(
+        "some_rows_wrong",
+        f"{rows} wrong{untouched}, the other rows right (rows counted over the flattened "
+        "leading axes): does a loop miss some, or stop one row early (`range(n - 1)`)? Every "
+        "row gets the same formula.",
         _HINT,
     )
 
@@ -279,7 +308,8 @@ def _findings(student, softmax_row_backward):
     require_callable(softmax_row_backward, "softmax_row_backward")
     passed = []
     for number, shape in enumerate(SOFTMAX_PROBE_SHAPES):
-        _check_probe(student, softmax_row_backward, shape, 193 + number, passed)
+        answer = _check_probe(student, softmax_row_backward, shape, 193 + number, passed)
+        note_float32_answers(student, {"grad_scores": answer}, np.float64)
         passed.append(str(shape))
     answer = _check_probe(
         student, softmax_row_backward, FLOAT32_PROBE_SHAPE, 1932, passed, np.float32

@@ -1,44 +1,38 @@
 """Every figure the series draws, in one style.
 
 The helpers only draw: they take arrays that :mod:`attention_lib` already
-computed and format them (rounding, labels, colours). One module per reason
-to change:
+computed and format them (rounding, labels, colours). One module per figure:
 
 * :mod:`~attention_lib.plots.style` - colours, the ``"default"`` and
-  ``"board"`` styles, :func:`new_figure`, and :func:`artist`, with which an
-  in-place updater finds what its builder drew;
+  ``"board"`` styles and :func:`new_figure`;
 * :mod:`~attention_lib.plots.heatmaps` - attention weights as a heatmap;
-* :mod:`~attention_lib.plots.lookup` - key/value cards, 2-D arrows, weight
-  bars and the blend of the values;
+* :mod:`~attention_lib.plots.cards` - key/value pairs as index cards;
+* :mod:`~attention_lib.plots.bars` - one query's weights as labelled bars;
+* :mod:`~attention_lib.plots.arrows` - 2-D keys and a query as arrows;
+* :mod:`~attention_lib.plots.blend` - 2-D values and the output they blend into;
 * :mod:`~attention_lib.plots.curves` - score histograms and variance curves.
 
-Each figure builder that an explorer moves sits next to its ``update_*``
-helper, which moves the same artists in place (found by gid constants defined
-next to the builder). Everything public is importable from here, as
+Each figure builder that an explorer moves returns the artists it made as a
+small named tuple, and its ``update_*`` helper, next to it, moves those same
+artists in place. Everything public is importable from here, as
 ``plots.attention_heatmap`` and so on.
 
 Examples
 --------
 >>> fig, ax = new_figure()
->>> image = attention_heatmap(np.array([[0.7, 0.3], [0.5, 0.5]]), ax=ax)
+>>> heatmap = attention_heatmap(np.array([[0.7, 0.3], [0.5, 0.5]]), ax=ax)
 >>> ax.get_xlabel(), ax.get_ylabel()
 ('key', 'query')
 """
 
 from __future__ import annotations
 
+from .arrows import Arrows2D, arrows_2d, update_arrows_2d
+from .bars import WeightBars, update_weight_bars, weight_bars, weight_colors
+from .blend import Blend, blend_plot, update_blend_plot
+from .cards import kv_cards
 from .curves import score_histogram, variance_curve
-from .heatmaps import attention_heatmap, update_attention_heatmap
-from .lookup import (
-    arrows_2d,
-    blend_plot,
-    kv_cards,
-    update_arrows_2d,
-    update_blend_plot,
-    update_weight_bars,
-    weight_bars,
-    weight_colors,
-)
+from .heatmaps import Heatmap, attention_heatmap, update_attention_heatmap
 from .style import (
     COLORS,
     DISPLAY_WIDTH_PX,
@@ -47,7 +41,6 @@ from .style import (
     STATIC_DPI,
     STYLES,
     artist,
-    board_style,
     default_style,
     figure_style,
     format_weight,
@@ -62,11 +55,14 @@ __all__ = [
     "MASKED_COLOR",
     "STATIC_DPI",
     "STYLES",
+    "Arrows2D",
+    "Blend",
+    "Heatmap",
+    "WeightBars",
     "arrows_2d",
     "artist",
     "attention_heatmap",
     "blend_plot",
-    "board_style",
     "default_style",
     "figure_style",
     "format_weight",

@@ -1,10 +1,13 @@
 """Attention weights as a heatmap, and the in-place update that moves them.
 
 Masked cells are one hatched grey patch, never a colormap colour; the numbers
-in the cells are optional texts, tagged so the update finds them again.
+in the cells are optional texts. The builder returns what it drew (a
+:class:`Heatmap`), and the update moves exactly those artists.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import matplotlib as mpl
 import numpy as np
@@ -19,18 +22,20 @@ from .style import (
     _labels,
     _style_axes,
     _style_labels,
-    artist,
     figure_style,
     format_weight,
     new_figure,  # noqa: F401 (the examples draw into it)
 )
 
-__all__ = ["attention_heatmap", "update_attention_heatmap"]
+__all__ = ["Heatmap", "attention_heatmap", "update_attention_heatmap"]
 
-# Tags of the artists update_attention_heatmap moves (see style.artist).
-WEIGHTS_GID = "attention-weights"
-MASKED_GID = "masked"
-ANNOTATION_GID = "weight-annotation"
+
+class Heatmap(NamedTuple):
+    """What :func:`attention_heatmap` drew and :func:`update_attention_heatmap` moves."""
+
+    image: mpl.image.AxesImage
+    masked: PathPatch  #: every blocked cell, one hatched patch
+    texts: list  #: one number per cell, row by row (empty without ``annotate``)
 
 
 def _text_color(rgba):
@@ -97,13 +102,13 @@ def attention_heatmap(
 
     Returns
     -------
-    matplotlib.image.AxesImage
+    Heatmap
 
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
     >>> weights = np.array([[1.0, 0.0], [0.25, 0.75]])
-    >>> image = attention_heatmap(weights, ax=ax, mask=causal_mask(2), key_labels=["a", "b"])
+    >>> heatmap = attention_heatmap(weights, ax=ax, mask=causal_mask(2), key_labels=["a", "b"])
     >>> [t.get_text() for t in ax.texts if t.get_visible()]  # the masked cell has none
     ['1.00', '0.25', '0.75']
     >>> [t.get_text() for t in ax.get_xticklabels()]
@@ -139,11 +144,10 @@ def attention_heatmap(
         vmax=vmax,
         aspect="auto",
         interpolation="nearest",
-        gid=WEIGHTS_GID,
     )
     # All masked cells form ONE hatched patch, so an explorer can move the mask
     # in place (update_attention_heatmap) and drawing stays cheap for large T.
-    ax.add_patch(
+    masked = ax.add_patch(
         PathPatch(
             _cells_path(blocked),
             facecolor=MASKED_COLOR,
@@ -151,25 +155,18 @@ def attention_heatmap(
             hatch="//",
             linewidth=0,
             label="_masked",
-            gid=MASKED_GID,
         )
     )
     if annotate is None:
         annotate = max(n_q, n_k) <= 10
-    if annotate:
-        # One text per cell (hidden where masked), so updates only change them.
-        for i in range(n_q):
-            for j in range(n_k):
-                ax.text(
-                    j,
-                    i,
-                    "",
-                    ha="center",
-                    va="center",
-                    fontsize=spec["annotation"],
-                    gid=ANNOTATION_GID,
-                )
-        _annotate_cells(ax, image, weights, blocked, decimals)
+    # One text per cell (hidden where masked), so updates only change them.
+    texts = [
+        ax.text(j, i, "", ha="center", va="center", fontsize=spec["annotation"])
+        for i in range(n_q if annotate else 0)
+        for j in range(n_k)
+    ]
+    heatmap = Heatmap(image, masked, texts)
+    _annotate_cells(heatmap, weights, blocked, decimals)
     ax.set_xticks(range(n_k), key_labels if key_labels is not None else range(n_k))
     ax.set_yticks(range(n_q), query_labels if query_labels is not None else range(n_q))
     ax.set_xlabel("key")
@@ -186,36 +183,34 @@ def attention_heatmap(
             colorbar_label = "weight" if (vmin, vmax) == (0.0, 1.0) else "value"
         bar.set_label(colorbar_label, fontsize=spec["label"])
     _style_labels(ax, spec)
-    return image
+    return heatmap
 
 
-def update_attention_heatmap(ax, weights, mask=None, *, decimals=2):
-    """Show new ``weights`` (and a new ``mask``) in a heatmap drawn by :func:`attention_heatmap`.
+def update_attention_heatmap(heatmap, weights, mask=None, *, decimals=2):
+    """Show new ``weights`` (and a new ``mask``) in a :class:`Heatmap`, same shape as before.
 
-    Same shape as before; the colour scale, labels and title stay. Returns the
-    artists it changed (image, masked-cell patch, annotations), for blitting.
+    The colour scale, labels and title stay as :func:`attention_heatmap` drew them.
 
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
-    >>> _ = attention_heatmap(np.full((2, 2), 0.5), ax=ax, colorbar=False)
-    >>> moved = update_attention_heatmap(ax, np.array([[1.0, 0.0], [0.3, 0.7]]),
-    ...                                  mask=causal_mask(2))
-    >>> [t.get_text() for t in ax.texts if t.get_visible()]
+    >>> heatmap = attention_heatmap(np.full((2, 2), 0.5), ax=ax, colorbar=False)
+    >>> update_attention_heatmap(heatmap, np.array([[1.0, 0.0], [0.3, 0.7]]),
+    ...                          mask=causal_mask(2))
+    >>> [t.get_text() for t in heatmap.texts if t.get_visible()]
     ['1.00', '0.30', '0.70']
     """
     weights = np.asarray(weights, dtype=float)
-    image = artist(ax, WEIGHTS_GID)
-    if weights.shape != image.get_array().shape:
+    shown = heatmap.image.get_array().shape
+    if weights.shape != shown:
         raise ValueError(
-            f"the heatmap shows shape {image.get_array().shape}; got weights of shape "
+            f"the heatmap shows shape {shown}; got weights of shape "
             f"{weights.shape}. Draw a new heatmap for a new shape."
         )
     blocked = _blocked_cells(mask, weights.shape)
-    image.set_data(np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights)))
-    patch = artist(ax, MASKED_GID)
-    patch.set_path(_cells_path(blocked))
-    return [image, patch, *_annotate_cells(ax, image, weights, blocked, decimals)]
+    heatmap.image.set_data(np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights)))
+    heatmap.masked.set_path(_cells_path(blocked))
+    _annotate_cells(heatmap, weights, blocked, decimals)
 
 
 def _cells_path(blocked):
@@ -229,18 +224,16 @@ def _cells_path(blocked):
     return Path(vertices, codes)
 
 
-def _annotate_cells(ax, image, weights, blocked, decimals):
-    texts = artist(ax, ANNOTATION_GID, count=(0, weights.size))
-    if not texts:  # drawn without numbers (annotate=False)
-        return []
-    colormap, norm = image.get_cmap(), image.norm
-    for text, value, hidden in zip(texts, weights.ravel(), blocked.ravel(), strict=True):
+def _annotate_cells(heatmap, weights, blocked, decimals):
+    if not heatmap.texts:  # drawn without numbers (annotate=False)
+        return
+    colormap, norm = heatmap.image.get_cmap(), heatmap.image.norm
+    for text, value, hidden in zip(heatmap.texts, weights.ravel(), blocked.ravel(), strict=True):
         visible = not hidden and bool(np.isfinite(value))
         text.set_visible(visible)
         if visible:
             text.set_text(format_weight(value, decimals))
             text.set_color(_text_color(colormap(norm(value))))
-    return texts
 
 
 def _blocked_cells(mask, shape):

@@ -1,4 +1,4 @@
-"""The series' look, in one place: colours, the two styles, figures, and finding artists again.
+"""The series' look, in one place: colours, the two styles, new figures.
 
 Two styles exist:
 
@@ -10,12 +10,11 @@ Two styles exist:
 A style is never switched on globally. Either create the figure with
 ``new_figure(style="board")`` (the helpers then pick the style up from the
 figure), pass ``style="board"`` to a helper, or wrap a cell in
-``with board_style(): ...``. Fonts, line widths and tick sizes are set on the
+``with series_style("board"): ...``. Fonts, line widths and tick sizes are set on the
 artists themselves, so a figure keeps its style however late it is rendered.
 
-Every figure builder tags the artists that its in-place updater moves with a
-gid (a constant next to the builder) and the updater finds them again with
-:func:`artist`.
+Every figure builder returns the artists it made that its in-place updater
+moves, as a small named tuple (an explorer's scene is made of these).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import os
 import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 __all__ = [
     "COLORS",
@@ -35,7 +35,6 @@ __all__ = [
     "STATIC_DPI",
     "STYLES",
     "artist",
-    "board_style",
     "default_style",
     "figure_style",
     "format_weight",
@@ -168,22 +167,6 @@ def series_style(style="default"):
         yield STYLES[style]
 
 
-def board_style():
-    """Context manager for projector figures: large fonts and thick lines.
-
-    Same as ``series_style("board")``; every helper called inside it and every
-    figure created inside it with :func:`new_figure` uses the board sizes.
-
-    Examples
-    --------
-    >>> with board_style():
-    ...     fig, ax = new_figure()
-    >>> figure_style(fig)
-    'board'
-    """
-    return series_style("board")
-
-
 #: The environment variable that sets the series' default style (``make board`` sets it).
 STYLE_VARIABLE = "ATTENTION_STYLE"
 
@@ -227,7 +210,7 @@ def figure_style(fig_or_ax, style=None):
 
     An explicit ``style`` wins; otherwise the style the figure was created
     with by :func:`new_figure`; otherwise the style of the enclosing
-    :func:`board_style` / :func:`series_style` block; otherwise :func:`default_style`.
+    :func:`series_style` block; otherwise :func:`default_style`.
 
     Examples
     --------
@@ -267,7 +250,7 @@ def new_figure(
     figsize : (float, float), optional
         Inches; defaults to the style's size scaled by the grid.
     style : {"default", "board"}, optional
-        Defaults to the enclosing :func:`board_style` block, else :func:`default_style`.
+        Defaults to the enclosing :func:`series_style` block, else :func:`default_style`.
         The figure remembers it, so helpers drawing into it use it too.
     pyplot : bool, default True
         True: a pyplot-managed figure, for static notebook cells ending in
@@ -324,10 +307,7 @@ def _style_axes(ax, style):
     """Put the style's sizes on ``ax`` itself (survives rendering outside rc_context)."""
     spec = STYLES[style]
     ax.tick_params(labelsize=spec["tick"], width=spec["rc"]["axes.linewidth"])
-    ax.xaxis.label.set_fontsize(spec["label"])
-    ax.yaxis.label.set_fontsize(spec["label"])
-    ax.title.set_fontsize(spec["title"])
-    ax.title.set_fontweight("bold")
+    _style_labels(ax, spec)
     for spine in ax.spines.values():
         spine.set_linewidth(spec["rc"]["axes.linewidth"])
     for side in ("top", "right"):
@@ -369,6 +349,7 @@ def format_weight(weight, decimals=2):
 
 
 def _style_labels(ax, spec):
+    """The style's sizes on the axis labels and the title (``set_title`` resets its font)."""
     ax.xaxis.label.set_fontsize(spec["label"])
     ax.yaxis.label.set_fontsize(spec["label"])
     ax.title.set_fontsize(spec["title"])
@@ -378,9 +359,8 @@ def _style_labels(ax, spec):
 def artist(ax, gid, *, count=None):
     """The artist(s) on ``ax`` that a figure builder tagged with ``gid``.
 
-    In-place updaters find what their builder drew this way: the builder
-    passes ``gid=`` (a constant defined next to it) and the updater asks for
-    it here, so a renamed or missing tag fails loudly instead of moving nothing.
+    Transitional (issue 22): explorers not yet on the scene contract find what
+    they drew this way; builders now return their artists instead.
 
     Parameters
     ----------
@@ -425,3 +405,18 @@ def artist(ax, gid, *, count=None):
             "before updating it."
         )
     return found[0] if count is None else found
+
+
+def _square_plane(ax, limit, axis_name, title, spec):
+    """Equal axes from ``-limit`` to ``limit``, labelled "<axis_name> 1" and "<axis_name> 2"."""
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    # Whole numbers, few enough that board-size tick labels never run into each other.
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(nbins=4, integer=True, symmetric=True))
+    ax.set_xlabel(f"{axis_name} 1")
+    ax.set_ylabel(f"{axis_name} 2")
+    if title is not None:
+        ax.set_title(title)
+    _style_labels(ax, spec)

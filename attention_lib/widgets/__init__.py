@@ -1,35 +1,51 @@
 """Interactive explorers: one module per chapter idea, one shared shell.
 
-Every explorer module follows one template (``soft_lookup.py`` is the
-shortest example to copy):
+Every explorer module follows one contract; ``mask_order.py`` is the shortest
+to copy. It defines, by these names:
 
-* ``update(**controls) -> XxxState`` - pure NumPy; one keyword per control,
-  returning a NamedTuple of arrays and numbers (what tests assert on). Reuse
-  the library's computations (``attention_forward``, ``saturation_rows``...),
-  never a copy of them.
-* ``draw(fig, state)`` - the figure from scratch, through
-  :mod:`attention_lib.plots` and its colours (``plots.COLORS``); every artist
-  that a change moves gets a gid, a constant defined once in the module.
-* ``refresh(fig, state) -> artists`` - moves those artists in place (found with
-  ``plots.artist(ax, gid)`` or a ``plots.update_*`` helper) and returns them,
-  the same ones every time, in the order a fresh drawing stacks them, followed
-  by any static artist drawn on top of them (legends, labels, spines they cross):
-  the shell blits exactly these, so the frame must equal a fresh ``draw``
-  (``tests/test_widgets_template.py`` checks it pixel for pixel).
+* ``update(**controls) -> XxxState`` - pure NumPy, one keyword per control,
+  returning a NamedTuple (what tests assert on); numpydoc with an example.
+  Reuse the library's computations, never a copy of them.
+* ``draw(fig, state) -> scene`` - the figure from scratch through
+  :mod:`attention_lib.plots`, returning the scene: the artists a change moves,
+  as the builders return them (a named tuple per builder; tuples of those).
+* ``refresh(scene, state)`` - moves the scene to ``state`` (the builders'
+  ``update_*`` helpers, ``set_text``...), creating nothing.
 * ``table(state) -> str`` and ``readout(values, state) -> str`` - HTML numbers.
-* ``xxx_explorer(..., *, style="default") -> Explorer`` - builds the controls
-  (sliders with ``continuous_update=False``; a control whose value is a tuple,
-  like :class:`~attention_lib.widgets.mask_editor.CellGrid`, when one keyword
-  needs several widgets), then ``return EXPLORER.explorer(controls,
-  follow={...}, style=style)``: controls that depend on others are set in a
-  ``follow`` callback (never a raw ``.observe``), so a change is one update and
-  one redraw.
-* ``EXPLORER = ExplorerSpec(name, title, factory, update, draw, refresh, table,
-  readout, figsize, board_figsize=..., static_key=...)`` - the one place that
-  ties them together: the explorer calls exactly these functions, and
-  :func:`available_explorers` (the tests, ``benchmarks/bench_widgets.py``) finds
-  the module without editing this file.
-* ``__all__`` lists all of these.
+* ``static_key(state)``, optional - what the drawing that ``refresh`` does not
+  move depends on (the mask editor's ``T``); a new key is a full ``draw``.
+* ``xxx_explorer(..., *, style=None) -> Explorer`` - the factory: builds the
+  controls (``continuous_update=False``; a control with a tuple ``value`` when
+  one keyword needs several widgets; a :class:`HiddenControl` for a value only
+  buttons change) and returns ``EXPLORER.explorer(controls, follow=...,
+  buttons=..., fixed=...)``: dependent controls move in a ``follow`` callback
+  (never a raw ``.observe``), buttons are :class:`Button` s, and arguments the
+  factory binds (a training run) go in ``fixed``. numpydoc with an example.
+* ``EXPLORER = ExplorerSpec.from_module(__name__, title=..., figsize=...,
+  board_figsize=...)`` - finds the functions above by name;
+  :func:`available_explorers` finds the module.
+* ``__all__``: the factory, ``EXPLORER``, ``update`` and the state type. The
+  hooks get one-line docstrings; ``tests/test_widgets_template.py`` checks all
+  of this for every explorer.
+
+Layout: the module does none. ``draw`` makes its axes with ``fig.subplots``
+(ratios, ``sharey``...) and no margins, positions or resolution; the shell
+gives it a figure of ``figsize`` inches rendered ``display_width_px`` pixels
+wide, runs matplotlib's constrained layout once per frozen drawing (style and
+``static_key``), switches it off, then calls ``refresh``: anything placed by
+pixel geometry (labels clear of arrows) is placed there, after the layout.
+
+Blitting: the shell draws the scene, in the z-order a fresh render uses, over
+a cached background of everything else, redrawing on top the still artists of
+the same axes that could cover it (a spine the bars stand on, a line across
+them); ticks point outward and are never redrawn. Frames must equal a fresh
+drawing (``ExplorerSpec.figure``) pixel for pixel.
+
+Changes: ``Explorer.set`` and the page run one ``update`` per :meth:`Explorer.batch`;
+a failed change is undone whole (controls, state, figure) and says what a value
+should be. ``Explorer.note(text)`` puts ``text(state)`` under the readout for
+the state the batch ends in, so a control's own message reads the same state
+as the figure.
 
 In a notebook::
 
@@ -46,16 +62,27 @@ import importlib
 import pkgutil
 
 from ._frontend import BACK_CLASS, NEXT_CLASS, ExplorerFrontend, presenter_buttons
-from ._shell import FROZEN_LAYOUTS, Explorer, ExplorerSpec, html_table, live_dpi, render_png
+from ._shell import (
+    FROZEN_LAYOUTS,
+    Button,
+    Explorer,
+    ExplorerSpec,
+    HiddenControl,
+    html_table,
+    live_dpi,
+    render_png,
+)
 from .soft_lookup import soft_lookup_explorer
 
 __all__ = [
     "BACK_CLASS",
     "FROZEN_LAYOUTS",
     "NEXT_CLASS",
+    "Button",
     "Explorer",
     "ExplorerFrontend",
     "ExplorerSpec",
+    "HiddenControl",
     "available_explorers",
     "html_table",
     "live_dpi",

@@ -1,28 +1,30 @@
 """The thin ipywidgets shell every explorer shares.
 
-An explorer is three pure pieces written once per chapter idea:
+An explorer module holds pure pieces, found by name (see :mod:`attention_lib.widgets`
+for the template): ``update(**values) -> state``, ``draw(fig, state) -> scene``,
+``refresh(scene, state)``, ``table(state)`` and ``readout(values, state)``. Its
+:class:`ExplorerSpec` ties them to sizes, and the factory hands its controls to
+:meth:`ExplorerSpec.explorer`, which builds the :class:`Explorer`: on every
+change of a control's ``value`` (or once per :meth:`Explorer.batch` of changes)
+it calls ``update``, moves the scene and hands PNG bytes to a ``widgets.Image``.
+An ``Image`` rather than a ``widgets.Output`` because output captured in an
+``Output`` leaks into the cell under nbval; an ``Image`` keeps explorer cells
+strictly comparable.
 
-* ``update(**control_values) -> state`` (NumPy only, what tests assert on),
-* ``draw(fig, state)`` (matplotlib through :mod:`attention_lib.plots` only),
-* ``table(state) -> str`` (a small HTML table of the numbers shown),
-
-and this shell, which wires them to controls (each explorer module describes
-itself once in an :class:`ExplorerSpec`, whose :meth:`ExplorerSpec.explorer`
-builds the :class:`Explorer`). On every change of a control's
-``value`` (or once per :meth:`Explorer.batch` of changes) it calls ``update``,
-redraws one reused Agg figure (never a new pyplot figure) and hands PNG bytes
-to a ``widgets.Image``. An ``Image`` rather than a ``widgets.Output`` because
-output captured in an ``Output`` leaks into the cell under nbval; an ``Image``
-keeps explorer cells strictly comparable.
+One layout strategy for every live figure: the shell gives ``draw`` a figure
+with matplotlib's constrained layout, runs that layout once when it freezes a
+drawing (per style and ``static_key``) and then switches it off, so a change
+costs no layout pass. ``refresh`` runs after the layout, so whatever depends
+on where the axes ended up (labels that keep clear of arrows) is placed there.
 
 The figure is rendered :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` pixels
 wide (the notebook column at 1920 x 1080; less for an explorer that shows a
-control beside its figure, ``display_width_px``) and the image is shown at that size
-or smaller, never stretched, so a projector gets sharp text. Rendering that
-many pixels is affordable because a change only blits the artists that move
-onto a cached background, a few recent layouts are kept frozen (going back to
-an earlier size costs a blit, not a relayout), and the PNG is encoded straight
-from the Agg buffer, without alpha, at zlib level 1.
+control beside its figure, ``display_width_px``) and shown at that size or
+smaller, never stretched, so a projector gets sharp text. Rendering that many
+pixels is affordable because a change only blits the scene onto a cached
+background of everything else, a few recent layouts are kept frozen (going
+back to an earlier size costs a blit, not a relayout), and the PNG is encoded
+straight from the Agg buffer, without alpha, at zlib level 1.
 """
 
 from __future__ import annotations
@@ -31,70 +33,91 @@ import contextlib
 import functools
 import html
 import io
+import math
+import numbers
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
+import traitlets
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.figure import Figure, FigureBase
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
+from matplotlib.text import Text
 from PIL import Image as PILImage
 
 from .. import plots
-from ._frontend import ExplorerFrontend
+from ._frontend import ExplorerFrontend, presenter_buttons
 
-__all__ = ["Explorer", "ExplorerSpec", "html_table", "live_dpi", "render_png"]
+__all__ = [
+    "Button",
+    "Explorer",
+    "ExplorerSpec",
+    "HiddenControl",
+    "html_table",
+    "live_dpi",
+    "render_png",
+]
 
-#: Frozen layouts an explorer keeps (one per static key: the mask editor's T, say), so
-#: going back to a recent size blits instead of laying the figure out again.
+#: Frozen layouts an explorer keeps (one per style and static key: the mask editor's T,
+#: say), so going back to a recent size blits instead of laying the figure out again.
 FROZEN_LAYOUTS = 6
 
-#: The static key before anything is drawn: equal to no key, so the first update draws in full.
-_NOT_DRAWN = object()
+#: The functions an explorer module defines, found by name (``static_key`` is optional).
+HOOKS = ("update", "draw", "refresh", "table", "readout")
 
 
 class ExplorerSpec(NamedTuple):
     """One explorer described once: what the shell wires together and what the registry finds.
 
-    Each explorer module defines ``EXPLORER = ExplorerSpec(...)`` from its own
-    functions, and its factory builds the live widget with
-    :meth:`ExplorerSpec.explorer`, so the explorer calls exactly the functions
-    named here and ``spec.update(**explorer.values)`` is always
-    ``explorer.state`` (what the benchmark's naive redraw relies on).
+    An explorer module ends with ``EXPLORER = ExplorerSpec.from_module(__name__,
+    ...)``, which picks up its functions by name; its factory builds the live
+    widget with :meth:`explorer`. So the explorer calls exactly the functions
+    named here, and ``spec.update(**explorer.values, **explorer.fixed)`` is
+    always ``explorer.state``.
 
     Attributes
     ----------
     name : str
-        Registry name, e.g. ``"soft_lookup"``.
+        Registry name, the module's: ``"soft_lookup"``.
     title : str
-        Human name, e.g. ``"soft lookup"`` (the explorer's text display).
+        What the explorer is called on screen: ``"soft lookup"``.
     factory : callable
-        ``factory(*, style=...) -> Explorer``, with default arguments otherwise.
-    update : callable
-        ``update(**control_values) -> state``, pure: every control's keyword
-        is one of its parameters.
-    draw, refresh, table, readout : callable
-        ``draw(fig, state)``, ``refresh(fig, state) -> artists``,
-        ``table(state) -> str`` and ``readout(values, state) -> str``; see
-        :class:`Explorer`.
+        ``factory(*, style=...) -> Explorer``, defaults otherwise (``<name>_explorer``).
+    update, draw, refresh, table, readout : callable
+        The module's functions of those names (see :mod:`attention_lib.widgets`).
     figsize : (float, float)
-        Figure size in inches in the default style.
+        Figure size in inches in the default style (rendered ``display_width_px`` wide).
     board_figsize : (float, float), optional
-        Figure size in the board style (large fonts need more room); default ``figsize``.
+        In the board style (large fonts need more inches for the same pixels);
+        default ``figsize``.
     static_key : callable, optional
-        See :class:`Explorer`; default: the static part never changes.
+        ``static_key(state) -> key``: what the drawing that ``refresh`` does
+        not move depends on (the mask editor's ``T``); a new key is drawn in
+        full and frozen again. Default: it never changes.
     display_width_px : int, optional
         Width the figure is rendered and shown at, in CSS pixels; default
         :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` (the whole column). An
-        explorer that shows controls beside its figure (``beside_figure``)
-        takes less, so the row still fits the column unscaled.
+        explorer that shows controls beside its figure takes less.
+    legacy : bool
+        Transitional (issue 22): the explorer still has the old hooks,
+        ``refresh(fig, state) -> artists`` in blitting order.
 
     Examples
     --------
     >>> import ipywidgets
+    >>> def draw(fig, state):
+    ...     (bar,) = fig.subplots().bar([0], [state])
+    ...     return bar
     >>> spec = ExplorerSpec(
-    ...     "square", "square", None, lambda x: x * x, lambda fig, s: fig.subplots(),
-    ...     lambda fig, s: None, lambda s: "", lambda values, s: f"x = {values['x']}",
-    ...     figsize=(2.0, 2.0), board_figsize=(4.0, 4.0))
+    ...     "square", "square", None, lambda x: x * x, draw, lambda bar, s: bar.set_height(s),
+    ...     lambda s: "", lambda values, s: f"x = {values['x']}", figsize=(2.0, 2.0),
+    ...     board_figsize=(4.0, 4.0))
     >>> explorer = spec.explorer({"x": ipywidgets.IntSlider(3, 0, 9, continuous_update=False)})
     >>> explorer.state, explorer.readout.value, spec.figsize_for("board")
     (9, 'x = 3', (4.0, 4.0))
@@ -112,6 +135,38 @@ class ExplorerSpec(NamedTuple):
     board_figsize: tuple[float, float] | None = None
     static_key: Callable[[Any], Any] | None = None
     display_width_px: int | None = None
+    legacy: bool = False
+
+    @classmethod
+    def from_module(cls, module, *, title, figsize, board_figsize=None, display_width_px=None):
+        """The spec of explorer module ``module`` (its ``__name__``), its functions found by name.
+
+        Examples
+        --------
+        >>> from attention_lib.widgets import soft_lookup
+        >>> spec = ExplorerSpec.from_module(
+        ...     "attention_lib.widgets.soft_lookup", title="soft lookup", figsize=(10.0, 3.5))
+        >>> spec.name, spec.update is soft_lookup.update, spec.factory.__name__
+        ('soft_lookup', True, 'soft_lookup_explorer')
+        """
+        found = vars(sys.modules[module])
+        name = module.rpartition(".")[2]
+        missing = [hook for hook in (*HOOKS, f"{name}_explorer") if not callable(found.get(hook))]
+        if missing:
+            raise AttributeError(
+                f"explorer module {module} defines no {', '.join(missing)}: every explorer "
+                f"module defines {', '.join(HOOKS)} and its factory {name}_explorer."
+            )
+        return cls(
+            name,
+            title,
+            found[f"{name}_explorer"],
+            *(found[hook] for hook in HOOKS),
+            figsize=tuple(figsize),
+            board_figsize=None if board_figsize is None else tuple(board_figsize),
+            static_key=found.get("static_key"),
+            display_width_px=display_width_px,
+        )
 
     def figsize_for(self, style):
         """The figure size in inches for ``style`` ("default" or "board").
@@ -126,20 +181,33 @@ class ExplorerSpec(NamedTuple):
             return self.board_figsize
         return self.figsize
 
-    def explorer(self, controls, *, follow=None, style=None, beside_figure=()):
+    def explorer(
+        self, controls, *, follow=None, buttons=None, fixed=None, style=None, beside_figure=()
+    ):
         """The live :class:`Explorer` of this spec, wired to ``controls``.
 
         Parameters
         ----------
-        controls : mapping of str to ipywidgets.ValueWidget
-            Keyword of :attr:`update` -> its control; the first is the main control.
+        controls : mapping of str to ipywidgets.ValueWidget or HiddenControl
+            Keyword of :attr:`update` -> its control; the first shown one is
+            the main control (unless there are buttons).
         follow : mapping of str to callable, optional
-            Dependent controls, see :class:`Explorer`.
+            ``{keyword: follow(change)}``: when that control changes, ``follow``
+            gets the traitlets change and sets the controls that depend on it
+            inside the same batch (one update, one redraw). Never a raw
+            ``.observe`` in an explorer module.
+        buttons : mapping of str to Button, optional
+            Buttons first in the controls row, the first is the main control;
+            ``"next"`` and ``"back"`` also answer a presenter's clicker.
+        fixed : mapping of str to object, optional
+            Keywords of :attr:`update` that no control sets, bound by the
+            factory (notebook 08's training run): ``update(**values, **fixed)``.
         style : {"default", "board"}, optional
             Default: :func:`attention_lib.plots.default_style` (``$ATTENTION_STYLE``).
         beside_figure : sequence of str, optional
-            Controls shown left of the figure instead of in the controls row, see
-            :class:`Explorer`.
+            Controls shown left of the figure instead of in the controls row: a
+            control that acts on the figure (the mask editor's grid of cells)
+            sits next to it, and the figure shrinks beside it on a narrow page.
 
         Returns
         -------
@@ -156,21 +224,91 @@ class ExplorerSpec(NamedTuple):
         (<sqrt(d_k) explorer: run the notebook to interact>, 16)
         """
         return Explorer(
-            self.title,
+            self,
             controls,
-            self.update,
-            self.draw,
-            self.table,
-            self.readout,
-            refresh=self.refresh,
-            static_key=self.static_key,
             follow=follow,
-            figsize=self.figsize,
-            board_figsize=self.board_figsize,
+            buttons=buttons,
+            fixed=fixed,
             style=style,
-            display_width_px=self.display_width_px,
             beside_figure=beside_figure,
         )
+
+    def figure(self, state, *, style=None, pyplot=False):
+        """``state`` drawn as the explorer draws it, on a new figure of its size and resolution.
+
+        Drawn, laid out once, then refreshed to ``state`` (what the explorer
+        does for a new layout), with no blitting: the reference a blitted
+        frame must equal, and the static figure of a notebook (``pyplot=True``).
+
+        Examples
+        --------
+        >>> from attention_lib.widgets.soft_lookup import EXPLORER, update
+        >>> fig = EXPLORER.figure(update(), style="board")
+        >>> plots.figure_style(fig), round(fig.get_size_inches()[0] * fig.dpi)
+        ('board', 1480)
+        """
+        style = plots.figure_style(None, style)
+        figsize = self.figsize_for(style)
+        with plots.series_style(style):
+            fig, _ = plots.new_figure(
+                0,
+                figsize=figsize,
+                style=style,
+                pyplot=pyplot,
+                dpi=live_dpi(figsize, self.display_width_px),
+            )
+            _draw_laid_out(self, fig, state)
+        return fig
+
+
+class Button(NamedTuple):
+    """A button of an explorer: what a press changes, and when it can be pressed.
+
+    Attributes
+    ----------
+    description : str
+        Its label, e.g. ``"Next ▶"``.
+    press : callable
+        ``press(values) -> changes``: from the controls' current values to the
+        controls a press sets (one :meth:`Explorer.set`).
+    enabled : callable, optional
+        ``enabled(values) -> bool``; default: always.
+    tooltip : str, optional
+    primary : bool, default False
+        Drawn as the primary button.
+
+    Examples
+    --------
+    >>> next_step = Button("Next", lambda values: {"step": values["step"] + 1},
+    ...                    enabled=lambda values: values["step"] < 6)
+    >>> next_step.press({"step": 2}), next_step.enabled({"step": 6})
+    ({'step': 3}, False)
+    """
+
+    description: str
+    press: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+    enabled: Callable[[Mapping[str, Any]], bool] | None = None
+    tooltip: str = ""
+    primary: bool = False
+
+
+class HiddenControl(traitlets.HasTraits):
+    """A control that no widget shows: only :meth:`Explorer.set` and the buttons change it.
+
+    The walkthrough's step is one: Next, Back and Reset set it.
+
+    Examples
+    --------
+    >>> step = HiddenControl(1)
+    >>> step.value = 2
+    >>> step.value
+    2
+    """
+
+    value = traitlets.Any()
+
+    def __init__(self, value):
+        super().__init__(value=value)
 
 
 def live_dpi(figsize, width_px=None):
@@ -265,92 +403,211 @@ def html_table(rows, header, *, caption=None, decimals=3):
     )
 
 
+def _draw_laid_out(spec, fig, state):
+    """Draw ``state`` on ``fig`` from scratch, lay it out once, freeze the layout, refresh.
+
+    Returns the scene (legacy explorers: the figure, which their refresh takes).
+    """
+    fig.clear()
+    fig.set_layout_engine("constrained")
+    scene = spec.draw(fig, state)
+    engine = fig.get_layout_engine()
+    # LEGACY (issue 22): explorers that placed their axes by hand switched the layout off
+    if fig.axes and not isinstance(engine, PlaceHolderLayoutEngine | type(None)):
+        with contextlib.nullcontext() if spec.legacy else _stand_ins(scene):
+            engine.execute(fig)
+    fig.set_layout_engine("none")
+    if spec.legacy:
+        scene = fig
+    spec.refresh(scene, state)
+    return scene
+
+
+@contextlib.contextmanager
+def _stand_ins(scene):
+    """The scene as the layout pass sees it, so the layout depends on the frozen key alone.
+
+    A text of the scene counts as its number of lines, each as tall as "lp"
+    and no wider (a title keeps its room, whatever numbers it shows); the
+    other artists of the scene are left out of the layout.
+    """
+    kept = []
+    for artist in _scene_artists(scene):
+        text = artist.get_text() if isinstance(artist, Text) else None
+        kept.append((artist, artist.get_in_layout(), text))
+        if text is None:
+            artist.set_in_layout(False)
+        else:
+            artist.set_text("\n".join("lp" for _ in text.split("\n")))
+    try:
+        yield
+    finally:
+        for artist, in_layout, text in kept:
+            artist.set_in_layout(in_layout)
+            if text is not None:
+                artist.set_text(text)
+
+
+def _scene_artists(scene):
+    """The artists in ``scene``: nested tuples and lists (builders' named tuples) of artists.
+
+    Other leaves (None for a part not drawn, names, numbers) are not drawn.
+    """
+    if isinstance(scene, Axes | FigureBase):
+        raise TypeError(
+            "a scene holds the artists that change, not whole axes or figures (redrawing "
+            "those is what blitting avoids); return the builders' artists from draw."
+        )
+    if isinstance(scene, Artist):
+        return [scene]
+    if isinstance(scene, tuple | list):
+        return [artist for part in scene for artist in _scene_artists(part)]
+    return []
+
+
+def _in_draw_order(parent):
+    """The children of a figure or axes in the order a render draws them (as matplotlib does)."""
+    children = [child for child in parent.get_children() if child is not parent.patch]
+    if isinstance(parent, Axes):
+        hidden = []
+        if not (parent.axison and parent._frameon):
+            hidden += parent.spines.values()
+        if not parent.axison:
+            hidden += parent._axis_map.values()
+        children = [child for child in children if all(child is not h for h in hidden)]
+    return sorted(children, key=lambda child: child.get_zorder())
+
+
+def _touches(box, regions):
+    """Whether ``box`` meets any of ``regions``, edges included (a spine lies on its axes' edge)."""
+    return (box.width > 0 or box.height > 0) and any(
+        box.x0 <= r.x1 and r.x0 <= box.x1 and box.y0 <= r.y1 and r.y0 <= box.y1 for r in regions
+    )
+
+
+def _blitted(fig, scene):
+    """The artists a change draws again, in the order a fresh render stacks them.
+
+    The scene, plus every still artist that a render draws on top of a scene
+    artist of the same axes (or of the figure) where it could cover it: the
+    spines bars stand on, a reference line across moving bars. The area a
+    scene artist may reach is its clip box, or its extent when unclipped.
+    Axes' ticks are never among them: they point outward, off the data.
+    """
+    moving = {id(artist) for artist in _scene_artists(scene)}
+    renderer = fig.canvas.get_renderer()
+    found, order = set(), []
+
+    def visit(parent):
+        regions = []
+        for child in _in_draw_order(parent):
+            if id(child) in moving:
+                found.add(id(child))
+                order.append(child)
+                clip = child.get_clip_box() if child.get_clip_on() else None
+                regions.append(clip if clip is not None else child.get_window_extent(renderer))
+            elif isinstance(child, Axes):
+                visit(child)
+            elif regions and child.get_visible() and not isinstance(child, Axis):
+                if _touches(child.get_window_extent(renderer), regions):
+                    order.append(child)
+
+    visit(fig)
+    if len(found) != len(moving):
+        raise ValueError(
+            f"{len(moving) - len(found)} artist(s) of the scene are not drawn directly on the "
+            "figure or on its axes: a scene holds what the figure and its axes draw."
+        )
+    return order
+
+
+def _value_error(key, control, value):
+    """What is wrong with ``value`` for a standard ipywidgets control, or None if nothing is.
+
+    ipywidgets would clip a number into a slider's range, or take NaN, or fail
+    with a message about an ``index`` trait: the explorer says what fits instead.
+    """
+    if isinstance(control, HiddenControl):
+        return None
+    if hasattr(control, "options"):
+        choices = list(control._options_values)
+        if not any(value is c or (type(value) is type(c) and value == c) for c in choices):
+            shown = ", ".join(map(repr, choices if len(choices) <= 8 else choices[:3]))
+            if len(choices) > 8:
+                shown += f", ..., {choices[-1]!r} ({len(choices)} in all)"
+            return f"{key} must be one of {shown}; got {value!r}."
+        return None
+    if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+        if not isinstance(value, bool | np.bool_):
+            return f"{key} must be True or False; got {value!r}."
+        return None
+    if isinstance(control, widgets.FloatLogSlider):
+        low, high = control.base**control.min, control.base**control.max
+    elif hasattr(control, "min") and hasattr(control, "max"):
+        low, high = control.min, control.max
+    else:
+        return None  # an explorer's own control: its traits check the value
+    whole = isinstance(control.value, numbers.Integral)
+    kind = "a whole number" if whole else "a number"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or (whole and value != int(value))
+        or not low <= value <= high
+    ):
+        return f"{key} must be {kind} from {low:g} to {high:g}; got {value!r}."
+    return None
+
+
+class _Frozen(NamedTuple):
+    """A drawing kept with its layout: the figure, its scene, what a change blits, the rest."""
+
+    fig: Figure
+    scene: Any
+    blitted: list
+    background: Any
+
+
 class Explorer:
     """An interactive explorer: controls, a readout, a live figure and a numbers table.
 
-    Parameters
-    ----------
-    name : str
-        Human name, e.g. ``"soft lookup"``; used in the stable text display.
-    controls : mapping of str to ipywidgets.ValueWidget
-        Keyword of ``update`` -> its control. The first is the main control.
-        Sliders should have ``continuous_update=False`` (checked).
-    update : callable
-        ``update(**values) -> state``, pure.
-    draw : callable
-        ``draw(fig, state)``; called on a cleared figure.
-    table : callable
-        ``table(state) -> str`` (HTML).
-    readout : callable
-        ``readout(values, state) -> str`` (HTML): control values and the key number.
-    refresh : callable, optional
-        ``refresh(fig, state) -> artists``: move the artists ``draw`` made so
-        they show ``state`` (through the ``plots.update_*`` helpers) and
-        return them, the same artists every time. When given, the shell draws
-        once, freezes the layout, renders everything that does not move (axes,
-        ticks, labels: most of a redraw's cost) once as a background, and on
-        each change restores that background and draws only the returned
-        artists (blitting). If ``refresh`` returns None, the frozen figure is
-        redrawn in full instead. Without ``refresh``, each change clears the
-        figure and calls ``draw`` again.
-    static_key : callable, optional
-        ``static_key(state) -> key`` (anything comparable with ``==``): what the
-        part of the figure that ``refresh`` does not move depends on. While the
-        key stays equal, changes go through ``refresh``; when it changes (the
-        mask editor's length ``T`` changes the heatmaps' shape), the shell
-        clears the figure, calls ``draw`` and freezes again, so that change
-        costs one full draw and the ones after it blit again. Default: the
-        static part never changes. A key of the state rather than a "cannot
-        move" answer from ``refresh``: the shell decides before any artist is
-        touched, so ``refresh`` never inspects the figure to learn what it
-        shows, never leaves it half moved, and the choice is testable
-        without a figure.
-    follow : mapping of str to callable, optional
-        ``{keyword: follow(change)}`` for controls that others depend on:
-        when that control changes, ``follow`` gets the traitlets change and
-        sets the dependent controls (e.g. the mask editor's ``T`` resets the
-        length sliders' range and the cell grid) inside the same
-        :meth:`batch`, so the whole change costs one update and one redraw.
-    figsize : (float, float), default (8, 3.5)
-        Inches in the default style; rendered at :func:`live_dpi`, so the
-        image is ``DISPLAY_WIDTH_PX`` pixels wide whatever the inches.
-    board_figsize : (float, float), optional
-        Inches in the board style (larger type on the same pixels); default ``figsize``.
-    display_width_px : int, optional
-        CSS pixels the figure is rendered and shown at; default
-        :data:`~attention_lib.plots.DISPLAY_WIDTH_PX`, the notebook column at
-        1920 x 1080. Less when ``beside_figure`` takes part of the row.
-    beside_figure : sequence of str, optional
-        Keywords of controls shown in a column left of the figure rather than
-        in the controls row: a control that acts on the figure (the mask
-        editor's grid of cells) sits next to it. When the page is too narrow
-        for both (a zoomed browser), the figure shrinks beside the column, so
-        nothing needs scrolling inside the explorer.
-    style : {"default", "board"}, optional
-        The style to start in. Default: :func:`attention_lib.plots.default_style`,
-        the environment variable ``ATTENTION_STYLE`` that ``make board`` sets,
-        else "default". The explorer's "board" toggle switches it later; the
-        style belongs to this explorer, nothing global changes.
+    Built by :meth:`ExplorerSpec.explorer` (its parameters are described
+    there). A change of a control runs the spec's ``update`` once, moves the
+    scene of the drawing frozen for the new state's style and ``static_key``
+    (drawing and freezing one if there is none yet) and shows the new PNG,
+    readout and table. A change that fails (a value a control cannot take,
+    an ``update`` that refuses it) leaves controls, state and figure as they
+    were and says why: :meth:`set` raises, a change in the page shows the
+    reason under the readout.
 
     Attributes
     ----------
+    spec : ExplorerSpec
+    title : str
+        What the explorer is called on screen.
     widget : ipywidgets.VBox
         What a notebook displays (class ``attn-explorer``).
     controls : dict
-        The controls, main control first (class ``attn-main-control``).
+        The controls, keyword of ``update`` -> control.
+    buttons : dict of str to ipywidgets.Button
+        The spec's buttons, first in :attr:`controls_row`.
+    fixed : dict
+        Keywords of ``update`` that the factory bound (no control sets them).
     controls_row : ipywidgets.HBox
-        The row that shows the controls (but those ``beside_figure``); an
-        explorer may add buttons that are not controls of ``update`` to it
-        (the walkthrough's Back and Reset).
+        The buttons, the controls (but those beside the figure or hidden) and
+        the board toggle, wrapping onto a second line on a narrow page.
     board_toggle : ipywidgets.ToggleButton
         "board": large type and thick lines for a projector (class
-        ``attn-board-toggle``, last in :attr:`controls_row`). Not a control of
-        ``update``: it changes how the state is drawn, not the state.
+        ``attn-board-toggle``). Not a control of ``update``: it changes how the
+        state is drawn, not the state.
     style : str
         The style the figure is drawn in now.
     readout, table : ipywidgets.HTML
     figure : ipywidgets.Image
         PNG of the current state (class ``attn-figure``).
+    fig : matplotlib.figure.Figure
+        The live figure that PNG was rendered from.
     frontend : ExplorerFrontend
         The page-side helper, first in ``widget``: says so and switches the
         controls off when the kernel is gone, gives sliders an
@@ -363,15 +620,15 @@ class Explorer:
     Examples
     --------
     >>> import ipywidgets
-    >>> def update(x):
-    ...     return {"x": x, "square": x * x}
     >>> def draw(fig, state):
-    ...     ax = fig.subplots()
-    ...     ax.bar([0], [state["square"]])
-    >>> explorer = Explorer(
-    ...     "square", {"x": ipywidgets.IntSlider(2, 0, 9, continuous_update=False)}, update, draw,
-    ...     table=lambda s: html_table([["x^2", s["square"]]], ["", "value"]),
-    ...     readout=lambda values, s: f"x = {values['x']}", figsize=(2, 2))
+    ...     (bar,) = fig.subplots().bar([0], [state["square"]])
+    ...     return bar
+    >>> spec = ExplorerSpec(
+    ...     "square", "square", None, lambda x: {"x": x, "square": x * x}, draw,
+    ...     lambda bar, state: bar.set_height(state["square"]),
+    ...     lambda s: html_table([["x^2", s["square"]]], ["", "value"]),
+    ...     lambda values, s: f"x = {values['x']}", figsize=(2, 2))
+    >>> explorer = spec.explorer({"x": ipywidgets.IntSlider(2, 0, 9, continuous_update=False)})
     >>> explorer
     <square explorer: run the notebook to interact>
     >>> before = explorer.png
@@ -379,29 +636,19 @@ class Explorer:
     9
     >>> explorer.png != before, explorer.readout.value
     (True, 'x = 3')
+    >>> explorer.set(x=12)
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be a whole number from 0 to 9; got 12.
     """
 
     def __init__(
-        self,
-        name,
-        controls: Mapping[str, widgets.ValueWidget],
-        update,
-        draw,
-        table,
-        readout,
-        *,
-        refresh=None,
-        static_key=None,
-        follow=None,
-        figsize=(8.0, 3.5),
-        board_figsize=None,
-        style=None,
-        display_width_px=None,
-        beside_figure=(),
+        self, spec, controls, *, follow=None, buttons=None, fixed=None, style=None, beside_figure=()
     ):
         if not controls:
             raise ValueError("an explorer needs at least one control.")
-        self.name = str(name)
+        self.spec = spec
+        self.title = spec.title
         self.controls = dict(controls)
         for key, control in self.controls.items():
             if getattr(control, "continuous_update", False):
@@ -410,24 +657,41 @@ class Explorer:
                     "release only (continuous_update=False), so dragging stays responsive."
                 )
         self._follow = dict(follow or {})
-        unknown = set(self._follow) - set(self.controls)
-        if unknown:
-            raise KeyError(f"follow names unknown control(s) {sorted(unknown)}.")
-        self._update, self._draw, self._table, self._readout = update, draw, table, readout
-        self._refresh_artists = refresh
-        self._static_key = static_key if static_key is not None else (lambda state: None)
-        self._figsizes = {"default": tuple(figsize), "board": tuple(board_figsize or figsize)}
-        self.display_width_px = int(display_width_px or plots.DISPLAY_WIDTH_PX)
         beside_figure = tuple(beside_figure)
-        unknown = set(beside_figure) - set(self.controls)
-        if unknown:
-            raise KeyError(f"beside_figure names unknown control(s) {sorted(unknown)}.")
-        self._batch_depth = 0  # open batch() blocks
+        for what, keys in (("follow", self._follow), ("beside_figure", beside_figure)):
+            unknown = set(keys) - set(self.controls)
+            if unknown:
+                raise KeyError(f"{what} names unknown control(s) {sorted(unknown)}.")
+        self.fixed = dict(fixed or {})
+        self._button_specs = dict(buttons or {})
+        self.display_width_px = int(spec.display_width_px or plots.DISPLAY_WIDTH_PX)
+        self.style = plots.figure_style(None, plots.default_style() if style is None else style)
+        self._depth = 0  # open batch() blocks
         self._pending = False  # a control changed inside the open batch
-        self.style = plots.default_style() if style is None else style
-        self._new_figures()
+        self._restoring = False  # a failed change is being undone
+        self._notes = []  # note(state) callables for the batch's state
+        # (style, static key) -> _Frozen, most recently shown last
+        self._frozen = OrderedDict()
+        self._shown = None  # key of the drawing on show
 
-        self.main_control.add_class("attn-main-control")
+        self.buttons = {}
+        for name, button in self._button_specs.items():
+            self.buttons[name] = widgets.Button(
+                description=button.description,
+                tooltip=button.tooltip,
+                button_style="primary" if button.primary else "",
+            )
+            self.buttons[name].on_click(functools.partial(self._on_click, name))
+        if "next" in self.buttons:  # a clicker's keys press them
+            presenter_buttons(self.buttons["next"], self.buttons.get("back"))
+        shown = [
+            control
+            for key, control in self.controls.items()
+            if key not in beside_figure and not isinstance(control, HiddenControl)
+        ]
+        self.main_control = next(iter([*self.buttons.values(), *shown]), None)
+        if self.main_control is not None:
+            self.main_control.add_class("attn-main-control")
         self.readout = widgets.HTML()
         self.readout.add_class("attn-readout")
         # Shown at its own width (the column's at 1920 x 1080) or narrower, never
@@ -455,14 +719,14 @@ class Explorer:
         self.board_toggle.add_class("attn-board-toggle")
         self.table = widgets.HTML()
         self.table.add_class("attn-table")
-        numbers = widgets.Accordion(children=[self.table], titles=("Numbers",))
-        numbers.selected_index = None  # collapsed until asked for
+        numbers_box = widgets.Accordion(children=[self.table], titles=("Numbers",))
+        numbers_box.selected_index = None  # collapsed until asked for
         # The page-side helper (kernel-gone message, aria values, presenter keys):
         # first, so its message sits above the controls it switches off.
         self.frontend = ExplorerFrontend()
         # wrap onto a second line rather than squeeze sliders to a few pixels
         self.controls_row = widgets.HBox(
-            [*(c for k, c in self.controls.items() if k not in beside_figure), self.board_toggle],
+            [*self.buttons.values(), *shown, self.board_toggle],
             layout=widgets.Layout(flex_flow="row wrap"),
         )
         figure_row = self.figure
@@ -480,13 +744,7 @@ class Explorer:
                 layout=widgets.Layout(align_items="flex-start", overflow="visible"),
             )
         self.widget = widgets.VBox(
-            [
-                self.frontend,
-                self.controls_row,
-                self.readout,
-                figure_row,
-                numbers,
-            ]
+            [self.frontend, self.controls_row, self.readout, figure_row, numbers_box]
         )
         self.widget.add_class("attn-explorer")
         self._mark_style()
@@ -497,18 +755,33 @@ class Explorer:
             control.observe(functools.partial(self._on_change, key), names="value")
         self.board_toggle.observe(self._on_board_toggle, names="value")
 
-    def _new_figures(self):
-        """Start with one figure and no drawn layout."""
-        # Agg figures invisible to pyplot, one per frozen layout, most recent last:
-        # (style, static key) -> (figure, background of what does not move).
-        self._frozen = OrderedDict()
-        self._fig = self._make_figure()
-        self._layout_engine = self._fig.get_layout_engine()
-        self._shown_key = _NOT_DRAWN  # (style, static key) of the state self._fig shows
-        self._background = None  # pixels of everything that does not move (blitting)
+    @property
+    def fig(self):
+        """The live figure: what the PNG on show was rendered from (an Agg figure)."""
+        return self._frozen[self._shown].fig
+
+    @property
+    def _fig(self):
+        # LEGACY (issue 22): tests/test_figure_text.py reads explorer._fig; use .fig
+        return self.fig
+
+    @property
+    def figure_dpi(self):
+        """Resolution of the live figure (pixels per inch of its size)."""
+        return self.fig.dpi
+
+    @property
+    def values(self):
+        """Current control values as ``{keyword: value}``."""
+        return {key: control.value for key, control in self.controls.items()}
+
+    @property
+    def png(self):
+        """PNG bytes the browser currently shows."""
+        return self.figure.value
 
     def _make_figure(self):
-        figsize = self._figsizes[self.style]
+        figsize = self.spec.figsize_for(self.style)
         fig, _ = plots.new_figure(
             0,
             figsize=figsize,
@@ -531,6 +804,9 @@ class Explorer:
     def set_style(self, style):
         """Draw from now on in ``style`` ("default" or "board"); what the toggle does.
 
+        The drawings of both styles stay frozen side by side: a presenter
+        switching back and forth gets a blit after the first switch each way.
+
         Examples
         --------
         >>> from attention_lib.widgets import soft_lookup_explorer
@@ -545,175 +821,231 @@ class Explorer:
             return
         self.style = style
         self._mark_style()
-        if self._refresh_artists is None:  # one figure, drawn in full each time
-            self._fig = self._make_figure()
-        # Otherwise the layouts of both styles stay frozen side by side: a presenter
-        # switching back and forth gets a blit after the first switch each way.
         self._refresh()
-
-    @property
-    def figure_dpi(self):
-        """Resolution of the live figure (pixels per inch of its size)."""
-        return self._fig.dpi
-
-    @property
-    def main_control(self):
-        """The first control (the main slider or button)."""
-        return next(iter(self.controls.values()))
-
-    @property
-    def values(self):
-        """Current control values as ``{keyword: value}``."""
-        return {key: control.value for key, control in self.controls.items()}
-
-    @property
-    def png(self):
-        """PNG bytes the browser currently shows."""
-        return self.figure.value
 
     @contextlib.contextmanager
     def batch(self):
         """Group control changes: one update and one redraw when the outermost block ends.
 
         Inside the block, changing a control only notes that something changed;
-        leaving the outermost block (also by an exception: the controls did
-        change) runs ``update`` once on all current values and redraws once.
-        Nothing changed, nothing redrawn.
+        leaving the outermost block runs ``update`` once on all current values
+        and redraws once (nothing changed, nothing redrawn). If the block or
+        that update fails, every control goes back to the value it had before
+        the block, state and figure stay as they were, and the error propagates.
 
         Examples
         --------
         >>> import ipywidgets
         >>> calls = []
-        >>> explorer = Explorer(
-        ...     "sum", {"a": ipywidgets.IntSlider(0, 0, 5, continuous_update=False),
-        ...             "b": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)},
-        ...     lambda a, b: calls.append((a, b)) or a + b, lambda fig, s: fig.subplots(),
-        ...     lambda s: "", lambda v, s: "", figsize=(1, 1))
+        >>> spec = ExplorerSpec(
+        ...     "sum", "sum", None, lambda a, b: calls.append((a, b)) or a + b,
+        ...     lambda fig, s: None, lambda scene, s: None, lambda s: "", lambda v, s: "",
+        ...     figsize=(1, 1))
+        >>> explorer = spec.explorer(
+        ...     {"a": ipywidgets.IntSlider(0, 0, 5, continuous_update=False),
+        ...      "b": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)})
         >>> with explorer.batch():
         ...     explorer.controls["a"].value = 2
         ...     explorer.controls["b"].value = 3
         >>> calls, explorer.state
         ([(0, 0), (2, 3)], 5)
         """
-        self._batch_depth += 1
+        self._depth += 1
         try:
             yield self
+            if self._depth == 1:
+                if self._pending:
+                    self._refresh()
+                elif self._notes:
+                    self._show_notes()
+        except BaseException:
+            if self._depth == 1:
+                self._roll_back()
+            raise
         finally:
-            self._batch_depth -= 1
-            if self._batch_depth == 0 and self._pending:
-                self._pending = False
-                self._refresh()
+            self._depth -= 1
+
+    def note(self, text):
+        """Show ``text(state)`` under the readout, for the state the current change ends in.
+
+        Inside a :meth:`batch` (or a ``follow`` callback, or a control's own
+        handler during a change), ``text`` waits for the batch's one update, so
+        a note reads the same state as the figure and the readout. The next
+        change's readout replaces it.
+
+        Examples
+        --------
+        >>> from attention_lib.widgets import soft_lookup_explorer
+        >>> explorer = soft_lookup_explorer()
+        >>> with explorer.batch():
+        ...     explorer.note(lambda state: f"now {state.length:.1f} long")
+        ...     explorer.controls["length"].value = 2.0
+        >>> explorer.readout.value.endswith("<br>now 2.0 long")
+        True
+        """
+        self._notes.append(text)
+        if not self._depth:
+            self._show_notes()
+
+    def _show_notes(self):
+        notes, self._notes = self._notes, []
+        self.readout.value = "<br>".join([self._readout_text, *(n(self.state) for n in notes)])
 
     def _on_change(self, key, change):
-        with self.batch():
-            self._pending = True
+        if self._restoring:  # undoing a failed change: dependents follow, nothing is drawn
             if key in self._follow:
-                self._follow[key](change)  # dependent controls join this batch
+                self._follow[key](change)
+            return
+        with self._reported():
+            with self.batch():
+                self._pending = True
+                if key in self._follow:
+                    self._follow[key](change)  # dependent controls join this batch
+
+    def _on_click(self, name, _button):
+        with self._reported():
+            self.press(name)
+
+    @contextlib.contextmanager
+    def _reported(self):
+        """Errors of a change made in the page: undone already; said under the readout."""
+        outermost = not self._depth
+        try:
+            yield
+        except (ValueError, TypeError, traitlets.TraitError) as error:
+            if not outermost:
+                raise
+            self.readout.value = f"{self._readout_text}<br>{html.escape(str(error))}"
+
+    def _roll_back(self):
+        """Put every control back to the values of the state on show, as they were."""
+        self._restoring = True
+        try:
+            for _ in range(2):  # a follow callback may move a control restored before it
+                for key, value in self._committed.items():
+                    self.controls[key].value = value
+        finally:
+            self._restoring = False
+            self._pending = False
+            self._notes = []
+        if self._shown in self._frozen:  # a failed refresh may have moved some artists
+            with plots.series_style(self.style):
+                self.spec.refresh(self._frozen[self._shown].scene, self.state)
+        self._update_buttons()
 
     def _refresh(self):
         values = self.values
-        self.state = self._update(**values)
+        state = self.spec.update(**values, **self.fixed)
+        readout = self.spec.readout(values, state)
+        table = self.spec.table(state)
+        notes = [note(state) for note in self._notes]
+        key = (self.style, None if self.spec.static_key is None else self.spec.static_key(state))
         with plots.series_style(self.style):
-            if self._refresh_artists is not None and self._recall(self._frozen_key()):
-                png = self._move()
-            else:
-                png = self._draw_in_full()
+            png = self._show(key, state)
+        self.state, self._committed, self._readout_text = state, values, readout
+        self._pending, self._notes = False, []
         self.figure.value = png
-        self.readout.value = self._readout(values, self.state)
-        self.table.value = self._table(self.state)
+        self.readout.value = "<br>".join([readout, *notes])
+        self.table.value = table
+        self._update_buttons()
 
-    def _frozen_key(self):
-        return (self.style, self._static_key(self.state))
-
-    def _recall(self, key):
-        """Make the frozen layout drawn for ``key`` current; False if there is none."""
-        if key == self._shown_key:
-            return True
+    def _show(self, key, state):
+        """PNG of ``state`` from the drawing frozen for ``key`` (drawn and frozen if none is)."""
         frozen = self._frozen.get(key)
         if frozen is None:
-            return False
+            frozen = self._freeze(key, state)
+        else:
+            moved = self.spec.refresh(frozen.scene, state)
+            if self.spec.legacy:
+                frozen = frozen._replace(blitted=list(moved))
         self._frozen.move_to_end(key)
-        self._fig, self._background = frozen
-        self._shown_key = key
-        return True
-
-    def _draw_in_full(self):
-        """Clear, draw ``self.state`` from scratch, render; freeze if there is a refresh path."""
-        if self._refresh_artists is not None and self._shown_key is not _NOT_DRAWN:
-            # Keep the layout on show for a later return to its key; draw on another
-            # figure, the least recently used one once FROZEN_LAYOUTS are kept.
-            recycled = None
-            if len(self._frozen) >= FROZEN_LAYOUTS:
-                _, (recycled, _) = self._frozen.popitem(last=False)
-            same_style = recycled is not None and plots.figure_style(recycled) == self.style
-            self._fig = recycled if same_style else self._make_figure()
-        fig = self._fig
-        fig.clear()
-        fig.set_layout_engine(self._layout_engine or "none")
-        self._draw(fig, self.state)
-        if self._refresh_artists is None:
-            return render_png(fig)
-        return self._freeze()
-
-    def _freeze(self):
-        """Fix the layout, cache the background of the moving artists; return the first PNG.
-
-        One render serves both: the moving artists are left out of it (the
-        layout pass still sees them) and blitted on top, so a full draw costs
-        one render, not a render for the PNG plus one for the background.
-        """
-        fig = self._fig
-        self._shown_key = self._frozen_key()
-        self._background = None
-        self._frozen.pop(self._shown_key, None)
-        moving = self._refresh_artists(fig, self.state)  # same state: names, does not move
-        if moving is not None:
-            moving = list(moving)
-            for artist in moving:
-                artist.set_animated(True)  # left out of canvas.draw(), drawn by _blit
-        fig.canvas.draw()
-        # Keep the positions this layout pass found: none per change.
-        fig.set_layout_engine("none")
-        if moving is not None:
-            self._background = fig.canvas.copy_from_bbox(fig.bbox)
-        self._frozen[self._shown_key] = (fig, self._background)
-        if moving is None:  # nothing to blit: changes render the frozen figure in full
-            return _encode(fig.canvas)
-        return self._blit(moving)
-
-    def _move(self):
-        moved = self._refresh_artists(self._fig, self.state)
-        return self._blit(moved) if self._background is not None else render_png(self._fig)
-
-    def _blit(self, moved):
-        canvas = self._fig.canvas
-        canvas.restore_region(self._background)
-        for artist in moved:
-            self._fig.draw_artist(artist)
+        self._shown = key
+        canvas = frozen.fig.canvas
+        canvas.restore_region(frozen.background)
+        for artist in frozen.blitted:
+            frozen.fig.draw_artist(artist)
         return _encode(canvas)
+
+    def _freeze(self, key, state):
+        """Draw ``state`` in full, lay it out once and keep it, with the background of its scene.
+
+        One render serves both: the artists a change draws again are left out
+        of it (the layout pass still sees them) and blitted on top, so a full
+        draw costs one render, not one for the PNG plus one for the background.
+        """
+        spare = None
+        while len(self._frozen) >= FROZEN_LAYOUTS:  # reuse the least recently shown figure
+            _, spare = self._frozen.popitem(last=False)
+        same_style = spare is not None and plots.figure_style(spare.fig) == self.style
+        fig = spare.fig if same_style else self._make_figure()
+        scene = _draw_laid_out(self.spec, fig, state)
+        if self.spec.legacy:
+            blitted = list(self.spec.refresh(scene, state))
+        else:
+            blitted = _blitted(fig, scene)
+        for artist in blitted:
+            artist.set_animated(True)  # left out of canvas.draw(), blitted on top
+        fig.canvas.draw()
+        frozen = _Frozen(fig, scene, blitted, fig.canvas.copy_from_bbox(fig.bbox))
+        self._frozen[key] = frozen
+        return frozen
+
+    def _update_buttons(self):
+        values = self.values
+        for name, button in self._button_specs.items():
+            self.buttons[name].disabled = button.enabled is not None and not button.enabled(values)
 
     def set(self, **values):
         """Set controls as a user would (observers fire) in one :meth:`batch`; return the state.
 
-        However many controls change, ``update`` runs and the figure redraws once.
+        However many controls change, ``update`` runs and the figure redraws
+        once. A value a control cannot take, or one ``update`` refuses, raises
+        ``ValueError`` saying what it should be, and nothing changes.
 
         Examples
         --------
-        >>> import ipywidgets
-        >>> explorer = Explorer(
-        ...     "echo", {"x": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)},
-        ...     lambda x: x, lambda fig, s: fig.subplots(), lambda s: "", lambda v, s: "",
-        ...     figsize=(1, 1))
-        >>> explorer.set(x=4)
-        4
+        >>> from attention_lib.widgets import soft_lookup_explorer
+        >>> explorer = soft_lookup_explorer()
+        >>> round(float(explorer.set(angle=90.0, length=0.0).weights[0]), 3)
+        0.333
+        >>> explorer.set(angle=float("nan"))
+        Traceback (most recent call last):
+        ...
+        ValueError: angle must be a number from -180 to 180; got nan.
+        >>> explorer.values
+        {'angle': 90.0, 'length': 0.0}
         """
         unknown = set(values) - set(self.controls)
         if unknown:
             raise KeyError(f"unknown control(s) {sorted(unknown)}; known: {list(self.controls)}.")
-        with self.batch():
-            for key, value in values.items():
-                self.controls[key].value = value
+        problems = [_value_error(key, self.controls[key], value) for key, value in values.items()]
+        if any(problems):
+            raise ValueError(" ".join(p for p in problems if p))
+        try:
+            with self.batch():
+                for key, value in values.items():
+                    self.controls[key].value = value
+        except (ValueError, TypeError, traitlets.TraitError) as error:
+            asked = ", ".join(f"{key}={value!r}" for key, value in values.items())
+            raise ValueError(f"{asked} refused, nothing changed: {error}") from error
         return self.state
+
+    def press(self, name):
+        """Do what a click on button ``name`` does; return the state.
+
+        Examples
+        --------
+        >>> import ipywidgets
+        >>> spec = ExplorerSpec(
+        ...     "count", "count", None, lambda n: n, lambda fig, s: None,
+        ...     lambda scene, s: None, lambda s: "", lambda v, s: f"n = {v['n']}", figsize=(1, 1))
+        >>> explorer = spec.explorer(
+        ...     {"n": HiddenControl(0)},
+        ...     buttons={"next": Button("Next", lambda values: {"n": values["n"] + 1})})
+        >>> explorer.press("next"), explorer.main_control is explorer.buttons["next"]
+        (1, True)
+        """
+        return self.set(**self._button_specs[name].press(self.values))
 
     def draw_static(self, state=None, *, style=None):
         """Draw ``state`` (default: the first state) as an ordinary pyplot figure.
@@ -728,25 +1060,14 @@ class Explorer:
 
         Examples
         --------
-        >>> import ipywidgets
-        >>> explorer = Explorer(
-        ...     "echo", {"x": ipywidgets.IntSlider(0, 0, 5, continuous_update=False)},
-        ...     lambda x: x, lambda fig, s: fig.subplots(), lambda s: "", lambda v, s: "",
-        ...     figsize=(1, 1))
-        >>> fig = explorer.draw_static()
+        >>> from attention_lib.widgets import soft_lookup_explorer
+        >>> fig = soft_lookup_explorer().draw_static()
         >>> fig.get_size_inches().tolist()
-        [1.0, 1.0]
+        [10.0, 3.5]
         >>> import matplotlib.pyplot as plt; plt.close(fig)
         """
-        style = self.style if style is None else style
         state = self.first_state if state is None else state
-        figsize = self._figsizes[style]
-        fig, _ = plots.new_figure(
-            0, figsize=figsize, style=style, dpi=live_dpi(figsize, self.display_width_px)
-        )
-        with plots.series_style(style):
-            self._draw(fig, state)
-        return fig
+        return self.spec.figure(state, style=self.style if style is None else style, pyplot=True)
 
     def close(self):
         """Close the widgets (frees their comms in a live kernel)."""
@@ -757,12 +1078,14 @@ class Explorer:
             self.figure,
             self.table,
             self.board_toggle,
+            *self.buttons.values(),
             *self.controls.values(),
         ):
-            child.close()
+            if hasattr(child, "close"):
+                child.close()
 
     def __repr__(self):
-        return f"<{self.name} explorer: run the notebook to interact>"
+        return f"<{self.title} explorer: run the notebook to interact>"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)

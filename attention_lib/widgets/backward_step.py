@@ -661,4 +661,5 @@ EXPLORER = ExplorerSpec(
     readout=readout,
     figsize=FIGSIZE,
     board_figsize=BOARD_FIGSIZE,
+    legacy=True,  # issue 22: not yet on the scene contract
 )

@@ -293,7 +293,7 @@ def draw(fig, state):
     style = plots.STYLES[plots.figure_style(fig)]
     image = None
     for b, ax in enumerate(axes):
-        image = plots.attention_heatmap(
+        ax.legacy_heatmap = plots.attention_heatmap(  # LEGACY: phase 2
             state.weights[b],
             ax=ax,
             mask=state.mask[b],
@@ -303,6 +303,7 @@ def draw(fig, state):
             colorbar=False,
             title=_title(state, b),
         )
+        image = ax.legacy_heatmap.image
         ax.tick_params(axis="x", labelrotation=90 if upright else 0)
         # The row sums sit just right of the heatmap: x in axes units, y in rows.
         transform = mtransforms.offset_copy(ax.get_yaxis_transform(), fig=fig, x=4, units="points")
@@ -397,7 +398,8 @@ def refresh(fig, state):
     """
     moved = []
     for b, ax in enumerate(fig.axes[: len(state.lengths)]):
-        moved += plots.update_attention_heatmap(ax, state.weights[b], mask=state.mask[b])
+        plots.update_attention_heatmap(ax.legacy_heatmap, state.weights[b], mask=state.mask[b])
+        moved += [ax.legacy_heatmap.image, ax.legacy_heatmap.masked, *ax.legacy_heatmap.texts]
         # Only the texts change: the tick positions, sizes and rotation stay as drawn.
         ax.xaxis.set_ticklabels(_key_labels(state, b))
         ax.title.set_text(_title(state, b))
@@ -828,4 +830,5 @@ EXPLORER = ExplorerSpec(
     board_figsize=BOARD_FIGSIZE,
     static_key=static_key,
     display_width_px=DISPLAY_WIDTH_PX,
+    legacy=True,  # issue 22: not yet on the scene contract
 )

@@ -8,39 +8,30 @@ weights of cards 1 and 2 and the output never move. Right, the wrong order
 then card 3's weight zeroed): the row no longer sums to one, and the future
 card's key changes what the query reads from the past.
 
-:func:`update` is pure; :func:`draw` uses :func:`attention_lib.plots.weight_bars`
-and :func:`refresh` moves the bars and titles with
-:func:`attention_lib.plots.update_weight_bars`, so the shell blits them.
+:func:`update` is pure; :func:`draw` draws both rows with
+:func:`attention_lib.plots.weight_bars` and :func:`refresh` moves the bars and titles.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import ipywidgets as widgets
 import numpy as np
 
-from .. import pitfalls
+from .. import pitfalls, plots
 from ..walkthrough import DEFAULT_CARDS, Cards, make_cards, walkthrough_step
-from ._shell import Explorer, ExplorerSpec, html_table
-from .teach_walkthrough import figure_geometry
+from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "EXPLORER",
-    "QUERY_POSITION",
-    "MaskOrderState",
-    "draw",
-    "mask_order_explorer",
-    "readout",
-    "refresh",
-    "table",
-    "update",
-]
+__all__ = ["EXPLORER", "MaskOrderState", "mask_order_explorer", "update"]
 
 #: The query's position: cards 1 and 2 are its past, card 3 its future.
 QUERY_POSITION = 2
 _FUTURE = 2  # index of card 3
-#: Figure height in pixels (the width is the notebook column's, as for the walkthrough).
-HEIGHT_PX = 440
+#: Figure sizes (inches) in the default and board styles: both rendered 1480 x 440 pixels,
+#: so the board's fewer inches mean larger type.
+FIGSIZE = (9.25, 2.75)
+BOARD_FIGSIZE = (14.8, 4.4)
 
 
 class MaskOrderState(NamedTuple):
@@ -103,64 +94,28 @@ _LABELS = ["card 1", "card 2", "card 3\n(future)"]
 
 
 def draw(fig, state):
-    """The two rows of weights side by side, each titled with its sum and its output.
-
-    Examples
-    --------
-    >>> from attention_lib import plots
-    >>> from attention_lib.widgets.mask_order import draw, update
-    >>> fig, _ = plots.new_figure(0, figsize=(12, 4), pyplot=False)
-    >>> right_ax, wrong_ax = draw(fig, update(2.0))
-    >>> wrong_ax.get_title().splitlines()[0]
-    'mask after softmax: sum 0.45'
-    """
-    from .. import plots
-
-    right_ax, wrong_ax = fig.subplots(1, 2, sharey=True)
-    right_title, wrong_title = _titles(state)
-    plots.weight_bars(state.right_weights, ax=right_ax, labels=_LABELS, title=right_title)
-    plots.weight_bars(state.wrong_weights, ax=wrong_ax, labels=_LABELS, title=wrong_title)
-    for ax in (right_ax, wrong_ax):
+    """The two rows of weights side by side, each titled with its sum and its output."""
+    axes = fig.subplots(1, 2, sharey=True)
+    scene = []
+    for ax, weights, title in zip(
+        axes, (state.right_weights, state.wrong_weights), _titles(state), strict=True
+    ):
+        scene.append((plots.weight_bars(weights, ax=ax, labels=_LABELS, title=title), ax.title))
         ax.set_xlabel("")
-    return right_ax, wrong_ax
+    return scene
 
 
-def refresh(fig, state):
-    """Move the bars, their labels and the titles that :func:`draw` made; return them.
-
-    Examples
-    --------
-    >>> from attention_lib import plots
-    >>> from attention_lib.widgets.mask_order import draw, refresh, update
-    >>> fig, _ = plots.new_figure(0, figsize=(12, 4), pyplot=False)
-    >>> _ = draw(fig, update(2.0))
-    >>> moved = refresh(fig, update(4.0))
-    >>> fig.axes[1].get_title().splitlines()[0]
-    'mask after softmax: sum 0.23'
-    """
-    from .. import plots
-
-    right_ax, wrong_ax = fig.axes[:2]
-    moved = plots.update_weight_bars(right_ax, state.right_weights)
-    moved += plots.update_weight_bars(wrong_ax, state.wrong_weights)
-    for ax, title in zip((right_ax, wrong_ax), _titles(state), strict=True):
-        ax.title.set_text(title)
-        moved.append(ax.title)
-    # The axis line is static but sits on top of the bars' feet in a fresh drawing:
-    # drawn again after them, a blitted frame equals a fresh one pixel for pixel.
-    moved += [ax.spines["bottom"] for ax in (right_ax, wrong_ax)]
-    return moved
+def refresh(scene, state):
+    """Set both rows of bars and their titles to ``state``."""
+    for (bars, title), weights, text in zip(
+        scene, (state.right_weights, state.wrong_weights), _titles(state), strict=True
+    ):
+        plots.update_weight_bars(bars, weights)
+        title.set_text(text)
 
 
 def table(state):
-    """Both rows of weights and outputs as an HTML table.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.mask_order import table, update
-    >>> "mask after softmax" in table(update())
-    True
-    """
+    """Both rows of weights and outputs as an HTML table."""
     rows = [
         ["mask before softmax", *state.right_weights, state.right_weights.sum()],
         ["mask after softmax", *state.wrong_weights, state.wrong_sum],
@@ -172,14 +127,7 @@ def table(state):
 
 
 def readout(values, state):
-    """Card 3's key and what each order makes of it.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.mask_order import readout, update
-    >>> readout({}, update(2.0)).startswith("card 3's key (the future) <b>[2.00, 0.00, 1.00, 1.00]")
-    True
-    """
+    """Card 3's key and what each order makes of it."""
     return (
         f"card 3's key (the future) <b>{_vector(state.future_key)}</b> · before softmax: "
         f"output {_vector(state.right_output)} · after softmax: output "
@@ -209,11 +157,6 @@ def mask_order_explorer(future_first=2.0, *, style=None):
     0.86
     >>> explorer.close()
     """
-    import ipywidgets as widgets
-
-    from .. import plots
-
-    style = plots.default_style() if style is None else style
     controls = {
         "future_first": widgets.FloatSlider(
             value=float(future_first),
@@ -227,29 +170,9 @@ def mask_order_explorer(future_first=2.0, *, style=None):
             layout=widgets.Layout(width="32em"),
         )
     }
-    return Explorer(
-        "mask order",
-        controls,
-        update,
-        draw,
-        table,
-        readout,
-        refresh=refresh,
-        figsize=figure_geometry("default", HEIGHT_PX)[0],
-        board_figsize=figure_geometry("board", HEIGHT_PX)[0],
-        style=style,
-    )
+    return EXPLORER.explorer(controls, style=style)
 
 
-EXPLORER = ExplorerSpec(
-    name="mask_order",
-    title="mask order",
-    factory=mask_order_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=figure_geometry("default", HEIGHT_PX)[0],
-    board_figsize=figure_geometry("board", HEIGHT_PX)[0],
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="mask order", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )

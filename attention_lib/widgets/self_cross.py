@@ -600,7 +600,7 @@ def draw(fig, state):
     fig.set_layout_engine("none")
     fig.set_size_inches(layout.width, layout.height)
     heat = fig.add_axes(_figure_box(layout, layout.heat))
-    plots.attention_heatmap(
+    heat.legacy_heatmap = plots.attention_heatmap(  # LEGACY: phase 2
         state.weights,
         ax=heat,
         mask=state.mask,
@@ -646,9 +646,14 @@ def refresh(fig, state):
     heat, strip = fig.axes[:2]
     layout = _layout_of(state, plots.figure_style(fig))
     return [
-        *plots.update_attention_heatmap(heat, state.weights, state.mask),
+        *_legacy_update_heatmap(heat, state),
         *_place_strip(strip, state, layout),
     ]
+
+
+def _legacy_update_heatmap(heat, state):  # LEGACY (issue 22, phase 2 removes it)
+    plots.update_attention_heatmap(heat.legacy_heatmap, state.weights, state.mask)
+    return [heat.legacy_heatmap.image, heat.legacy_heatmap.masked, *heat.legacy_heatmap.texts]
 
 
 _SOURCES = {
@@ -827,4 +832,5 @@ EXPLORER = ExplorerSpec(
     figsize=FIGSIZE,
     board_figsize=BOARD_FIGSIZE,
     static_key=static_key,
+    legacy=True,  # issue 22: not yet on the scene contract
 )

@@ -17,22 +17,9 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention_forward, attention_scores
-from ._layout import margins
 from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "EXPLORER",
-    "SoftLookupState",
-    "draw",
-    "example_cards",
-    "heaviest_keys",
-    "query_from_polar",
-    "readout",
-    "refresh",
-    "soft_lookup_explorer",
-    "table",
-    "update",
-]
+__all__ = ["EXPLORER", "SoftLookupState", "soft_lookup_explorer", "update"]
 
 #: Longest query the explorer's length slider allows.
 MAX_LENGTH = 4.0
@@ -151,28 +138,9 @@ def update(angle=30.0, length=1.5, *, keys=None, values=None, labels=None, max_l
 
 
 def draw(fig, state):
-    """Three panels: keys and query, weights over the keys, values and the output.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.soft_lookup import draw, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> draw(fig, update())
-    >>> [ax.get_title() for ax in fig.axes]
-    ['query and keys', 'softmax weights', 'values and output']
-    """
-    # Fixed margins (inches at the default size, scaled for the board's fonts) rather than a
-    # layout pass: the axes never move, so labels placed now stay clear after every change.
-    fig.set_layout_engine("none")
-    left, middle, right = fig.subplots(
-        1,
-        3,
-        gridspec_kw={
-            "width_ratios": [1.0, 0.85, 1.0],
-            **margins(fig, left=0.6, right=0.3, bottom=0.55, top=0.32, gap=0.8, columns=3),
-        },
-    )
-    plots.arrows_2d(
+    """Three panels: keys and query, weights over the keys, values and the output."""
+    left, middle, right = fig.subplots(1, 3, width_ratios=[1.0, 0.85, 1.0])
+    arrows = plots.arrows_2d(
         left,
         state.keys,
         state.query,
@@ -180,7 +148,7 @@ def draw(fig, state):
         limit=state.view_limit,
         title="query and keys",
     )
-    plots.weight_bars(
+    bars = plots.weight_bars(
         state.weights,
         ax=middle,
         labels=state.labels,
@@ -189,7 +157,7 @@ def draw(fig, state):
         title="softmax weights",
         score_row=True,
     )
-    plots.blend_plot(
+    blend = plots.blend_plot(
         right,
         state.values,
         state.output,
@@ -198,35 +166,15 @@ def draw(fig, state):
         limit=state.view_limit,
         title="values and output",
     )
+    return arrows, bars, blend
 
 
-def refresh(fig, state):
-    """Move what :func:`draw` drew on ``fig`` to ``state`` (same keys and values).
-
-    Returns the artists it moved, so the shell can redraw only those.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.soft_lookup import draw, refresh, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> draw(fig, update(angle=0.0))
-    >>> moved = refresh(fig, update(angle=90.0, length=2.0))
-    >>> fig.axes[0].texts[-1].xy == (0.0, 2.0)
-    True
-    """
-    left, middle, right = fig.axes[:3]
-    bars_and_labels = plots.update_weight_bars(
-        middle, state.weights, state.scores, decimals=WEIGHT_DECIMALS
-    )
-    bars = len(state.weights)
-    return [
-        *plots.update_arrows_2d(left, np.round(state.query, 12)),
-        *bars_and_labels[:bars],
-        # The axis line the bars stand on, after them: in a fresh drawing it lies on top.
-        middle.spines["bottom"],
-        *bars_and_labels[bars:],
-        *plots.update_blend_plot(right, state.output, weights=state.weights, labels=state.labels),
-    ]
+def refresh(scene, state):
+    """Turn the query, set the bars and move the output to ``state`` (same keys and values)."""
+    arrows, bars, blend = scene
+    plots.update_arrows_2d(arrows, np.round(state.query, 12))
+    plots.update_weight_bars(bars, state.weights, state.scores, decimals=WEIGHT_DECIMALS)
+    plots.update_blend_plot(blend, state.output, weights=state.weights)
 
 
 def _vector(v):
@@ -234,14 +182,7 @@ def _vector(v):
 
 
 def table(state):
-    """The numbers of the current state as an HTML table (one row per key, then the output).
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.soft_lookup import table, update
-    >>> "<th scope=\\"row\\">cat</th>" in table(update())
-    True
-    """
+    """The numbers of the current state as an HTML table: one row per key, then the output."""
     rows = [
         [label, _vector(key), f"{score:.3f}", f"{weight:.3f}", _vector(value)]
         for label, key, score, weight, value in zip(
@@ -299,16 +240,7 @@ def _and(names):
 
 
 def readout(values, state):
-    """One line: the control values, the heaviest key (or the keys that tie) and the output.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.soft_lookup import readout, update
-    >>> readout({"angle": 0, "length": 1.0}, update(0, 1.0))
-    'angle 0°, length 1.00: cat gets the most weight (0.55); output [1.57, 1.97]'
-    >>> readout({"angle": 0, "length": 0.0}, update(0, 0.0))
-    'angle 0°, length 0.00: cat, dog and car tie at 0.33; output [0.67, 1.00]'
-    """
+    """One line: the controls, the heaviest key (or the keys that tie) and the output."""
     names, shown = heaviest_keys(state.weights, state.labels)
     verdict = (
         f"{names[0]} gets the most weight ({shown})"
@@ -369,15 +301,6 @@ def soft_lookup_explorer(angle=30.0, length=1.5, *, style=None):
     return EXPLORER.explorer(controls, style=style)
 
 
-EXPLORER = ExplorerSpec(
-    name="soft_lookup",
-    title="soft lookup",
-    factory=soft_lookup_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=FIGSIZE,
-    board_figsize=BOARD_FIGSIZE,
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="soft lookup", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )

@@ -6,10 +6,12 @@ keys), one row of softmax weights, and how saturated the softmax is: the row
 entropy, the largest weight and the norm of the softmax Jacobian (how much a
 nudge of the scores still moves the weights, i.e. how much gradient flows).
 
-:func:`update` is pure (NumPy only); drawing and the widget shell live in
-the functions below it (matplotlib through :mod:`attention_lib.plots`). The
-axes are fixed (log bins for the scores' sizes), so after the first drawing
-:func:`refresh` only moves the bars, lines and titles and the shell blits them.
+:func:`update` is pure (NumPy only). The histogram shows the sizes ``|q . k|``
+on a log axis, where multiplying every score by a factor shifts it sideways
+without changing its shape: unscaled, it slides right by sqrt(2) per
+doubling of ``d_k``; scaled, it stays on the dashed reference (where ``|z|``
+of a standard normal ``z`` lies). Its bins are fixed, so :func:`refresh` only
+moves the bars, lines and titles.
 """
 
 from __future__ import annotations
@@ -21,20 +23,9 @@ import numpy as np
 
 from .. import plots
 from ..variance import saturation_rows
-from ._layout import margins
 from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "D_K_CHOICES",
-    "EXPLORER",
-    "SqrtDkState",
-    "draw",
-    "readout",
-    "refresh",
-    "sqrt_dk_explorer",
-    "table",
-    "update",
-]
+__all__ = ["EXPLORER", "SqrtDkState", "sqrt_dk_explorer", "update"]
 
 #: The slider's stops: powers of two from 1 to 4096.
 D_K_CHOICES = tuple(2**i for i in range(13))
@@ -131,13 +122,6 @@ def _mode(scaled):
 MAGNITUDE_BINS = np.logspace(-3.0, 3.0, 61)
 _HIST_PEAK = 0.16  # on log bins |N(0, s^2)| puts at most ~11 % of the scores in one bin
 
-# Tags of the artists refresh moves (found again with plots.artist).
-MAGNITUDE_BAR_GID = "sqrt-dk-magnitude-bar"
-SCORE_STD_GID = "sqrt-dk-score-std"
-NORMAL_REFERENCE_GID = "sqrt-dk-normal-reference"
-ROW_WEIGHTS_GID = "sqrt-dk-row-weights"
-UNIFORM_GID = "sqrt-dk-uniform"
-
 
 def _magnitude_counts(scores):
     """How many |scores| fall in each of :data:`MAGNITUDE_BINS` (clipped into the end bins)."""
@@ -184,7 +168,6 @@ def _row_bars(ax, weights):
         weights,
         colors=plots.weight_colors(weights),
         linewidth=max(1.0, 240.0 / n),
-        gid=ROW_WEIGHTS_GID,
     )
     ax.axhline(
         1.0 / n,
@@ -192,7 +175,6 @@ def _row_bars(ax, weights):
         linestyle="--",
         linewidth=0.55 * _line_width(ax),
         label=f"uniform 1/{n}",
-        gid=UNIFORM_GID,
     )
     ax.set_xlim(-1, n)
     ax.set_ylim(0.0, 1.05)
@@ -202,34 +184,8 @@ def _row_bars(ax, weights):
 
 
 def draw(fig, state):
-    """Histogram of the scores' sizes |q . k| on a log axis (left), one query's weights (right).
-
-    On a log axis, multiplying every score by a factor shifts the histogram
-    sideways without changing its shape: unscaled, it slides right by
-    sqrt(2) per doubling of ``d_k``; scaled, it stays on the dashed
-    reference (where ``|z|`` of a standard normal ``z`` lies).
-
-    Examples
-    --------
-    >>> from attention_lib import plots
-    >>> from attention_lib.widgets.sqrt_dk import draw, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> hist_ax, row_ax = draw(fig, update(64, scaled=False))
-    >>> hist_ax.get_xscale(), hist_ax.get_xlabel(), row_ax.get_ylabel()
-    ('log', '|score| (log scale)', 'weight')
-    """
-    # Fixed margins instead of constrained layout: the layout pass would cost more than the
-    # whole rest of a redraw, and these two panels do not change size.
-    fig.set_layout_engine("none")
-    hist_ax, row_ax = fig.subplots(
-        1,
-        2,
-        gridspec_kw={
-            "width_ratios": [1.0, 1.15],
-            # the bottom holds the tick labels, the axis labels and the legend's row
-            **margins(fig, left=0.75, right=0.15, bottom=0.85, top=0.6, gap=0.75),
-        },
-    )
+    """Histogram of the scores' sizes |q . k| on a log axis (left), one query's weights (right)."""
+    hist_ax, row_ax = fig.subplots(1, 2, width_ratios=[1.0, 1.15])
     hist_title, row_title = _titles(state)
     n = state.scores.size
     bars = plots.score_histogram(
@@ -240,8 +196,6 @@ def draw(fig, state):
         title=hist_title,
         xlabel="|score| (log scale)",
     )
-    for bar in bars:
-        bar.set_gid(MAGNITUDE_BAR_GID)
     hist_ax.set_xscale("log")
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
@@ -252,80 +206,40 @@ def draw(fig, state):
         linestyle="--",
         linewidth=0.8 * _line_width(hist_ax),
         label="|N(0, 1)|: the scaled target",
-        gid=NORMAL_REFERENCE_GID,
     )
-    hist_ax.axvline(
-        state.score_std,
-        color="black",
-        linewidth=0.7 * _line_width(hist_ax),
-        gid=SCORE_STD_GID,
-        label="score std",
+    std_line = hist_ax.axvline(
+        state.score_std, color="black", linewidth=0.7 * _line_width(hist_ax), label="score std"
     )
-    _row_bars(row_ax, state.row_weights)
+    row_bars = _row_bars(row_ax, state.row_weights)
     row_ax.set_title(row_title)
     # One legend for both panels, in a row under them: inside the axes it sat on the
     # histogram (the std line crosses every height), and no corner stays free as d_k moves.
     handles = [*hist_ax.get_legend_handles_labels()[0], *row_ax.get_legend_handles_labels()[0]]
     fig.legend(
         handles=handles,
-        loc="lower center",
-        bbox_to_anchor=(0.5, 0.0),
+        loc="outside lower center",
         ncol=len(handles),
         fontsize=plots.STYLES[plots.figure_style(fig)]["tick"],
         frameon=False,
         columnspacing=2.5,
     )
-    return hist_ax, row_ax
+    return bars, std_line, row_bars, hist_ax.title, row_ax.title
 
 
-def refresh(fig, state):
-    """Move what :func:`draw` made to show ``state``; the axes never change.
-
-    Returns the moving artists (histogram bars, std line, bars of the row,
-    both titles), the same ones every time, so the shell can blit them. The
-    reference outline, the uniform line and the spines they cross come back
-    too, after the bars: blitting draws in list order, and they must stay on
-    top as in a fresh drawing. The legend sits under the axes, where nothing
-    moves.
-
-    Examples
-    --------
-    >>> from attention_lib import plots
-    >>> from attention_lib.widgets.sqrt_dk import draw, refresh, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> _ = draw(fig, update(4, scaled=False))
-    >>> moved = refresh(fig, update(4096, scaled=False))
-    >>> fig.axes[0].get_title()
-    'd_k = 4096, unscaled\\nscore std 62.98'
-    """
-    hist_ax, row_ax = fig.axes[:2]
-    counts = _magnitude_counts(state.scores)
-    bars = plots.artist(hist_ax, MAGNITUDE_BAR_GID, count=counts.size)
-    for bar, count in zip(bars, counts, strict=True):
+def refresh(scene, state):
+    """Move the histogram, the std line, the row of weights and both titles to ``state``."""
+    bars, std_line, row_bars, hist_title, row_title = scene
+    for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
         bar.set_height(count)
-    std_line = plots.artist(hist_ax, SCORE_STD_GID)
     std_line.set_xdata([state.score_std, state.score_std])
-    row_bars = plots.artist(row_ax, ROW_WEIGHTS_GID)
     row_bars.set_segments(_row_segments(state.row_weights))
     row_bars.set_color(plots.weight_colors(state.row_weights))
-    hist_title, row_title = _titles(state)
-    hist_ax.title.set_text(hist_title)
-    row_ax.title.set_text(row_title)
-    reference = plots.artist(hist_ax, NORMAL_REFERENCE_GID)
-    uniform = plots.artist(row_ax, UNIFORM_GID)
-    spines = [ax.spines[side] for ax in (hist_ax, row_ax) for side in ("left", "bottom")]
-    return [*bars, reference, std_line, row_bars, uniform, *spines, hist_ax.title, row_ax.title]
+    for title, text in zip((hist_title, row_title), _titles(state), strict=True):
+        title.set_text(text)
 
 
 def table(state):
-    """The numbers the explorer shows, as an accessible HTML table.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.sqrt_dk import table, update
-    >>> "<caption>" in table(update(16))
-    True
-    """
+    """The numbers the explorer shows, as an accessible HTML table."""
     rows = [
         ["score mean", state.score_mean, "—"],
         ["score standard deviation", state.score_std, "—"],
@@ -344,14 +258,7 @@ def table(state):
 
 
 def readout(values, state):
-    """One line: ``d_k``, the scale, the score spread and how saturated the shown row is.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.sqrt_dk import readout, update
-    >>> readout({}, update(4096, scaled=False)).split(" · ")[0]
-    '<b>d_k = 4096</b>, unscaled'
-    """
+    """One line: ``d_k``, the scale, the score spread and how saturated the shown row is."""
     return (
         f"<b>d_k = {state.d_k}</b>, {_mode(state.scaled)} · score std {state.score_std:.2f} · "
         f"query {state.row}: max weight <b>{state.row_max_weight:.2f}</b>, entropy "
@@ -399,15 +306,6 @@ def sqrt_dk_explorer(d_k=256, scaled=False, *, style=None):
     return EXPLORER.explorer(controls, style=style)
 
 
-EXPLORER = ExplorerSpec(
-    name="sqrt_dk",
-    title="sqrt(d_k)",
-    factory=sqrt_dk_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=FIGSIZE,
-    board_figsize=BOARD_FIGSIZE,
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="sqrt(d_k)", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )

@@ -446,19 +446,7 @@ class WalkthroughExplorer(Explorer):
     """
 
     def __init__(self, controls, *, style):
-        super().__init__(
-            "board walkthrough",
-            controls,
-            update,
-            draw,
-            table,
-            readout,
-            refresh=refresh,
-            static_key=static_key,
-            figsize=figure_geometry("default")[0],
-            board_figsize=figure_geometry("board")[0],
-            style=style,
-        )
+        super().__init__(EXPLORER, controls, style=style)
         self._start = self.values
         next_button = self.controls["step"]
         self.back_button = widgets.Button(description="◀ Back", tooltip="previous step")
@@ -560,4 +548,5 @@ EXPLORER = ExplorerSpec(
     figsize=figure_geometry("default")[0],
     board_figsize=figure_geometry("board")[0],
     static_key=static_key,
+    legacy=True,  # issue 22: not yet on the scene contract
 )
