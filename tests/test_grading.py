@@ -36,6 +36,10 @@ import nbformat
 import numpy as np
 import pytest
 
+# In make test-browser, not make test-fast: .ci/run builds the hub's environments meanwhile,
+# and under pytest-xdist each worker would run the loop again.
+pytestmark = pytest.mark.hub
+
 ROOT = Path(__file__).resolve().parent.parent
 HUB_PYTHON = ROOT / ".venv-hub" / "bin" / "python"
 SPEC = importlib.util.spec_from_file_location("grading_course", ROOT / "hub/nbgrader/course.py")
