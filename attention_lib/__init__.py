@@ -11,6 +11,8 @@ One idea per module:
   without the T x T weights (FlashAttention's idea; the chapter's "In practice")
 * :mod:`attention_lib.plots` - every figure of the series, one style, a board style
 * :mod:`attention_lib.widgets` - the interactive explorers (one module each) and their shell
+* :mod:`attention_lib.source` - :func:`show_source`, a library function's code on the
+  notebook page (how the notebooks show the chapter's listings)
 * :mod:`attention_lib.pitfalls` - deliberately WRONG variants, each documented as wrong
   (import them as ``from attention_lib import pitfalls``; never re-exported here)
 
@@ -55,6 +57,7 @@ from .masks import (
     valid_from_lengths,
     validate_mask,
 )
+from .source import show_source
 from .streaming import (
     StreamingCache,
     streaming_attention_backward,
@@ -108,6 +111,7 @@ __all__ = [
     "random_scores",
     "relative_error",
     "saturation_stats",
+    "show_source",
     "softmax_backward",
     "softmax_entropy",
     "softmax_jacobian_norm",
