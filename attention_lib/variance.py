@@ -3,7 +3,8 @@
 With independent, zero-mean, unit-variance entries, ``q . k`` has mean 0 and
 variance ``d_k`` (eq. 19.2). Unscaled scores therefore spread out as ``d_k``
 grows, the softmax saturates (one weight near 1, entropy near 0) and its
-gradient shrinks. The functions here measure each of those effects.
+Jacobian shrinks: the weights stop responding to their scores. The functions
+here measure each of those effects.
 """
 
 from __future__ import annotations
