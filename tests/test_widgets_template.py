@@ -72,7 +72,7 @@ FRAME_CHANGES = {
         {"query_position": 3},
         {"step": 1},
     ],
-    "online_softmax": [{"block": 3}, {"block": 4}, {"block": 1}, {"block": 2}],
+    "online_softmax_steps": [{"block": 3}, {"block": 4}, {"block": 1}, {"block": 2}],
     "mask_order": [{"future_first": -4.0}, {"future_first": 6.0}, {"future_first": 0.5}],
     # Half learned, sharp, uniform again (the stem beside the y axis), a little learned.
     "training_steps": [
@@ -89,12 +89,7 @@ SPECS = available_explorers()
 #: follow, docstrings): the tests of those rules are expected to fail for them while the
 #: refactor runs (phases 2 and 3). Convert an explorer, delete its name here; the lead
 #: removes this set at the end of phase 3. Strict: a converted explorer left here fails.
-NOT_YET_CONVERTED = {
-    "mask_editor",
-    "online_softmax",
-    "self_cross",
-    "teach_walkthrough",
-}
+NOT_YET_CONVERTED = set()
 
 
 def _new_rule(failing=NOT_YET_CONVERTED):
@@ -150,7 +145,7 @@ def test_the_explorer_is_built_through_its_spec_never_a_rebuilt_one(name):
     explorer.close()
 
 
-@pytest.mark.parametrize("name", _new_rule(failing={"teach_walkthrough"}))
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_explorer_is_the_shells_with_its_buttons_declared(name):
     explorer = SPECS[name].factory()
     assert type(explorer) is Explorer  # no subclass
@@ -249,28 +244,24 @@ def _bad_values(control):
         yield math.nan
 
 
-#: The failed changes issue 22 names, besides None and NaN on every control, and whether
-#: their message is still vague (the explorer's own control does not check the value yet:
-#: issue 22, phases 2-3; the mask editor's helper makes them say what fits).
+#: The failed changes issue 22 names, besides None and NaN on every control.
 FAILED_CHANGES = [
-    ("teach_walkthrough", {"step": 0}, False),
-    ("backward_step", {"h": 0.3}, False),  # a number between the slider's steps
-    ("training_steps", {"step_index": 31}, False),  # one past the last snapshot
-    ("mask_editor", {"lengths": (1,)}, True),
-    ("mask_editor", {"blocked": ((0,),)}, True),
+    ("teach_walkthrough", {"step": 0}),
+    ("backward_step", {"h": 0.3}),  # a number between the slider's steps
+    ("training_steps", {"step_index": 31}),  # one past the last snapshot
+    ("mask_editor", {"lengths": (1,)}),
+    ("mask_editor", {"blocked": ((0,),)}),
 ]
 
 
 def _failed_changes():
-    vague = pytest.mark.xfail(strict=True, reason="the control does not check its value yet")
     for name, spec in SPECS.items():
         explorer = spec.factory()
         for key, control in explorer.controls.items():
             for value in _bad_values(control):
                 yield name, {key: value}
         explorer.close()
-    for name, change, is_vague in FAILED_CHANGES:
-        yield pytest.param(name, change, marks=vague) if is_vague else (name, change)
+    yield from FAILED_CHANGES
 
 
 @pytest.mark.parametrize(("name", "change"), list(_failed_changes()))
