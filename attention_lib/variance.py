@@ -173,8 +173,10 @@ def softmax_entropy(weights):
 def softmax_jacobian_norm(weights):
     """Frobenius norm of the softmax Jacobian ``diag(a) - a a^T`` for each row ``a``.
 
-    It measures how strongly the weights respond to the scores: it vanishes
-    when the softmax saturates on one key. Computed in closed form,
+    It measures how strongly the weights respond to the scores: nudge every
+    score by a small independent random amount ``eps * z`` (``z`` standard
+    normal) and the weights move by ``eps * ||J||`` in root mean square. It
+    vanishes when the softmax saturates on one key. Computed in closed form,
     ``||J||^2 = sum a^2 - 2 sum a^3 + (sum a^2)^2``, without building ``J``.
 
     Parameters
