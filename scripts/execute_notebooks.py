@@ -98,6 +98,14 @@ def execute(path: Path) -> None:
     )
     client.execute()
     strip_volatile(nb)
+    # JupyterLab rewrites a kernelspec that differs from the installed one, which marks
+    # a notebook modified the moment it opens.
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    nb.metadata.kernelspec = {
+        "display_name": spec.display_name,
+        "language": spec.language,
+        "name": "python3",
+    }
     nbformat.write(nb, path)
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.kernelspec import KernelSpecManager
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -220,13 +221,32 @@ def map_problems(text: str, present: list[str]) -> list[str]:
     return problems
 
 
+def installed_kernelspec() -> dict:
+    """The kernelspec metadata JupyterLab writes for this venv's kernel "python3"."""
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    return {"display_name": spec.display_name, "language": spec.language, "name": "python3"}
+
+
+def kernelspec_problems(nb) -> list[str]:
+    """A kernelspec other than the installed one: JupyterLab opens the notebook modified."""
+    expected = installed_kernelspec()
+    found = dict(nb.metadata.get("kernelspec", {}))
+    return [] if found == expected else [f"kernelspec {found}, expected {expected}"]
+
+
 def problems_of(path: Path) -> list[str]:
     problems = []
     if path.stat().st_size > SIZE_CAP:
         problems.append(f"{path.stat().st_size} bytes, above the {SIZE_CAP} byte cap")
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    for check in (execution_problems, error_problems, marker_problems, widget_problems):
+    for check in (
+        execution_problems,
+        error_problems,
+        marker_problems,
+        widget_problems,
+        kernelspec_problems,
+    ):
         problems += check(nb)
     return problems
 
@@ -262,6 +282,7 @@ def test_readme_map_lists_exactly_the_notebooks():
 def make_notebook(*cells):
     nb = nbformat.v4.new_notebook()
     nb.cells = list(cells)
+    nb.metadata.kernelspec = installed_kernelspec()
     return nb
 
 
@@ -283,7 +304,13 @@ def test_a_clean_synthetic_notebook_passes():
         code(REASONED, 2, tags=["raises-exception"], outputs=[ERROR]),
         nbformat.v4.new_markdown_cell("Next: [masks](03_masks.ipynb)"),
     )
-    for check in (execution_problems, error_problems, marker_problems, widget_problems):
+    for check in (
+        execution_problems,
+        error_problems,
+        marker_problems,
+        widget_problems,
+        kernelspec_problems,
+    ):
         assert check(nb) == []
     assert next_link_problems(nb, "03_masks.ipynb") == []
 
@@ -309,6 +336,12 @@ def test_a_clean_synthetic_notebook_passes():
 )
 def test_each_check_catches_its_problem(cells, check):
     assert check(make_notebook(*cells)) != []
+
+
+def test_a_kernelspec_other_than_the_installed_one_is_caught():
+    nb = make_notebook(code("x = 1", 1))
+    nb.metadata.kernelspec["display_name"] = "Python 3"
+    assert kernelspec_problems(nb) != []
 
 
 def test_widget_state_and_missing_next_link_are_caught():
