@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from explorer_asserts import assert_same_state
 from layout_asserts import assert_texts_inside_and_apart, drawn_figure, smallest_font_px
+from matplotlib.patches import Rectangle
 
 from attention_lib import plots
 from attention_lib.tiny_layer import (
@@ -98,15 +99,14 @@ def test_the_example_run_cannot_be_changed_by_a_caller():
 def test_answers_are_outlined_and_the_step_marked():
     fig, _ = plots.new_figure(0, pyplot=False)
     state = ts.update(12)
-    ts.draw(fig, state)
+    _, _, stem, marker, _ = ts.draw(fig, state)
     heat_ax, loss_ax = fig.axes
-    outlines = plots.artist(heat_ax, ts._ANSWER_GID, count=len(state.answer_positions))
+    outlines = [patch for patch in heat_ax.patches if isinstance(patch, Rectangle)]
     centres = [(r.get_x() + r.get_width() / 2, r.get_y() + r.get_height() / 2) for r in outlines]
     assert centres == [(float(c), float(row)) for row, c in enumerate(state.answer_positions)]
-    marker = plots.artist(loss_ax, ts._STEP_MARKER)
     assert list(marker.get_xdata()) == [120] and list(marker.get_ydata()) == [state.probe_loss]
-    stem = plots.artist(loss_ax, ts._STEP_LINE)
     assert list(stem.get_xdata()) == [120, 120] and stem.get_ydata()[1] == state.probe_loss
+    assert stem.get_ydata()[0] == loss_ax.get_ylim()[0]  # from the x axis up
 
 
 def test_readout_and_table_say_the_step_and_the_weight_on_the_answer():

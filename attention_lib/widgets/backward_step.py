@@ -31,25 +31,9 @@ from matplotlib.ticker import LogLocator, NullLocator
 from .. import plots
 from ..attention import attention_backward, attention_forward
 from ..masks import causal_mask
-from ._layout import margins
 from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "ARRAYS",
-    "EXPLORER",
-    "H_CHOICES",
-    "BackwardStepState",
-    "Problem",
-    "backward_step_explorer",
-    "draw",
-    "example_problem",
-    "format_step",
-    "loss",
-    "readout",
-    "refresh",
-    "table",
-    "update",
-]
+__all__ = ["EXPLORER", "BackwardStepState", "backward_step_explorer", "update"]
 
 ARRAYS = ("Q", "K", "V")
 #: Steps of the finite-difference error curve: 10**-13 .. 10**0, four per decade.
@@ -289,17 +273,6 @@ LOSS_YLIM = (-2.5, 4.6)  # room above the curves (they stay within +-2.8) for th
 ERROR_YLIM = (ERROR_FLOOR, 1e5)  # errors stay below 1: the decades above hold the legend
 
 
-# Tags of the artists refresh moves (found again with plots.artist).
-ACTUAL_GID = "bs-actual"
-PREDICTED_GID = "bs-predicted"
-GAP_GID = "bs-gap"
-CENTRAL_GID = "bs-central"
-ONE_SIDED_GID = "bs-one-sided"
-STEP_GID = "bs-step"
-AT_H_GID = "bs-at-h"  # the dotted line t = h, which the curves cross
-FLAT_NOTE_GID = "bs-flat-note"  # why the curves are flat, shown for a query that reads one key
-
-
 def _loss_panel_data(state):
     """The left panel's curves in units of ``h * gradient_scale`` along ``t / h``."""
     unit = state.h * state.gradient_scale
@@ -323,54 +296,54 @@ def _flat_note(state):
     )
 
 
-def _legend_style(spec):
-    """Legends on white, without a frame: the dotted lines t = h and h cross their area."""
-    return {
-        "fontsize": spec["annotation"],
-        "frameon": True,
-        "facecolor": "white",
-        "edgecolor": "none",
-        "framealpha": 1.0,
-    }
+def _legend(ax, spec):
+    """Legend on white, without a frame: the dotted lines t = h and h cross its area."""
+    ax.legend(
+        loc="upper center",
+        fontsize=spec["annotation"],
+        frameon=True,
+        facecolor="white",
+        edgecolor="none",
+        framealpha=1.0,
+    )
 
 
 def _draw_tangent(ax, state, spec):
     """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h."""
     line = spec["line"]
     x, actual, predicted, gap = _loss_panel_data(state)
-    ax.plot(
-        x,
-        actual,
-        "o-",
-        color=_ACTUAL_COLOR,
-        markersize=spec["marker"] / 2,
-        linewidth=line,
-        label="actual  L(x + t) − L(x)",
-        gid=ACTUAL_GID,
-    )
-    ax.plot(
-        x,
-        predicted,
-        "--",
-        color=_PREDICTED_COLOR,
-        linewidth=line,
-        label="gradient's prediction  t · dL/dx",
-        gid=PREDICTED_GID,
-    )
-    ax.plot(
-        [1.0, 1.0],
-        gap,
-        "-",
-        color=_MARK_COLOR,
-        linewidth=line * 2.5,
-        solid_capstyle="butt",
-        label="gap at t = h",
-        gid=GAP_GID,
-    )
-    ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=AT_H_GID)
+    moving = [
+        *ax.plot(
+            x,
+            actual,
+            "o-",
+            color=_ACTUAL_COLOR,
+            markersize=spec["marker"] / 2,
+            linewidth=line,
+            label="actual  L(x + t) − L(x)",
+        ),
+        *ax.plot(
+            x,
+            predicted,
+            "--",
+            color=_PREDICTED_COLOR,
+            linewidth=line,
+            label="gradient's prediction  t · dL/dx",
+        ),
+        *ax.plot(
+            [1.0, 1.0],
+            gap,
+            "-",
+            color=_MARK_COLOR,
+            linewidth=line * 2.5,
+            solid_capstyle="butt",
+            label="gap at t = h",
+        ),
+    ]
+    ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
     ax.axhline(0.0, color=plots.COLORS["zero"], linewidth=0.8, zorder=0)
     # Under the flat curves (their only place then), centred: said in words, not left to guess.
-    ax.text(
+    note = ax.text(
         0.0,
         -0.45,
         _flat_note(state),
@@ -380,38 +353,38 @@ def _draw_tangent(ax, state, spec):
         color=_MARK_COLOR,
         # on white, over the dotted line t = h that runs through the panel
         bbox={"facecolor": "white", "edgecolor": "none", "pad": 2.0},
-        gid=FLAT_NOTE_GID,
     )
     ax.set_xlim(*LOSS_XLIM)
     ax.set_ylim(*LOSS_YLIM)
+    # whole units on both axes, whatever width the layout gives the panel
+    ax.set(xticks=range(-2, 3), yticks=range(-2, 5))
     ax.set_xlabel("nudge t, in units of h")
     ax.set_ylabel("loss change ÷ (h · gradient size)")
     ax.set_title(_loss_title(state))
-    ax.legend(loc="upper center", **_legend_style(spec))
+    _legend(ax, spec)
+    return (*moving, note, ax.title)
 
 
 def _draw_errors(ax, state, spec):
     """Right panel: error of the finite-difference estimates against the step."""
     line = spec["line"]
-    ax.loglog(
+    (central,) = ax.loglog(
         state.steps,
         np.maximum(state.central_errors, ERROR_FLOOR),
         "-",
         color=_ACTUAL_COLOR,
         linewidth=line,
         label="central  [L(x+h) − L(x−h)] / 2h",
-        gid=CENTRAL_GID,
     )
-    ax.loglog(
+    (one_sided,) = ax.loglog(
         state.steps,
         np.maximum(state.forward_errors, ERROR_FLOOR),
         ":",
         color=_ONE_SIDED_COLOR,
         linewidth=line,
         label="one-sided  [L(x+h) − L(x)] / h",
-        gid=ONE_SIDED_GID,
     )
-    ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":", gid=STEP_GID)
+    step = ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
     ax.set_ylim(*ERROR_YLIM)
     # Few ticks, room for large type; none above 1, where only the legend is.
     ax.xaxis.set_major_locator(LogLocator(numticks=5))
@@ -437,91 +410,29 @@ def _draw_errors(ax, state, spec):
         )
     ax.set_ylabel("error ÷ gradient size")
     ax.set_title("finite-difference error")
-    ax.legend(loc="upper center", **_legend_style(spec))
+    _legend(ax, spec)
+    return central, one_sided, step
 
 
 def draw(fig, state):
-    """Draw ``state`` into ``fig`` (two panels), in the figure's series style.
-
-    Left: the loss along ``x + t`` for ``t`` in ``[-2h, 2h]`` and the gradient's
-    tangent, both in units of ``h * gradient_scale`` (so the axes never move);
-    the exact numbers are in the readout and the table. When the entry's
-    query reads a single key, a note under the flat curves says why they are
-    flat. Right: the error of central and one-sided differences for every
-    step, the current ``h`` marked, round-off and truncation named at the
-    ends of the step axis.
-
-    Returns
-    -------
-    tuple of matplotlib.axes.Axes
-        ``(loss_axes, error_axes)``.
-
-    Examples
-    --------
-    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
-    >>> tangent, errors = draw(fig, update("K", 2, 1, h=0.1))
-    >>> tangent.get_title(), errors.get_xscale()
-    ('nudge K[2, 1] by h = 0.1', 'log')
-    """
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
-    # Fixed margins (inches at the default size, scaled for the board's fonts), no layout
-    # pass: the title changes with h, and a frozen layout must equal a fresh one.
-    fig.set_layout_engine("none")
-    tangent, errors = fig.subplots(
-        1, 2, gridspec_kw=margins(fig, left=0.75, right=0.15, bottom=0.62, top=0.36, gap=1.05)
-    )
-    for ax in (tangent, errors):
-        ax.tick_params(labelsize=spec["tick"])
-        ax.spines[["top", "right"]].set_visible(False)
-    _draw_tangent(tangent, state, spec)
-    _draw_errors(errors, state, spec)
-    return tangent, errors
+    """The loss along x + t and its tangent (left) beside the finite-difference errors (right)."""
+    spec = plots.STYLES[plots.figure_style(fig)]
+    tangent, errors = fig.subplots(1, 2)
+    return (*_draw_tangent(tangent, state, spec), *_draw_errors(errors, state, spec))
 
 
-def refresh(fig, state):
-    """Move what :func:`draw` drew on ``fig`` to ``state``; return the moved artists.
-
-    The axes stay fixed, so the shell redraws only these (blitting).
-
-    Examples
-    --------
-    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
-    >>> tangent, errors = draw(fig, update("Q", 3, 0, h=0.5))
-    >>> moved = refresh(fig, update("V", 1, 2, h=1e-6))
-    >>> tangent.get_title(), len(moved)
-    ('nudge V[1, 2] by h = 1e-6', 13)
-    """
-    tangent, errors = fig.axes[:2]
-    x, actual, predicted, gap = _loss_panel_data(state)
-    moved = [plots.artist(tangent, gid) for gid in (ACTUAL_GID, PREDICTED_GID, GAP_GID)]
-    moved[0].set_data(x, actual)
-    moved[1].set_data(x, predicted)
-    moved[2].set_data([1.0, 1.0], gap)
-    tangent.title.set_text(_loss_title(state))
-    note = plots.artist(tangent, FLAT_NOTE_GID)
+def refresh(scene, state):
+    """Move both panels' curves, the step line, the flat note and the title to ``state``."""
+    actual, predicted, gap, note, title, central, one_sided, step = scene
+    x, actual_y, predicted_y, gap_y = _loss_panel_data(state)
+    actual.set_data(x, actual_y)
+    predicted.set_data(x, predicted_y)
+    gap.set_data([1.0, 1.0], gap_y)
     note.set_text(_flat_note(state))
-    central, one_sided, step = (
-        plots.artist(errors, gid) for gid in (CENTRAL_GID, ONE_SIDED_GID, STEP_GID)
-    )
+    title.set_text(_loss_title(state))
     central.set_ydata(np.maximum(state.central_errors, ERROR_FLOOR))
     one_sided.set_ydata(np.maximum(state.forward_errors, ERROR_FLOOR))
     step.set_xdata([state.h, state.h])
-    # What the moving curves and lines cross comes back after them, as a fresh drawing layers
-    # it: the line t = h and the legends over the curves, the axis lines over the lines'
-    # ends (blitting draws in list order).
-    return [
-        *moved,
-        plots.artist(tangent, AT_H_GID),
-        note,
-        tangent.get_legend(),
-        tangent.title,
-        central,
-        one_sided,
-        step,
-        errors.get_legend(),
-        *(ax.spines["bottom"] for ax in (tangent, errors)),
-    ]
 
 
 def _sci(x):
@@ -529,13 +440,7 @@ def _sci(x):
 
 
 def table(state):
-    """The numbers the figure shows, as a small HTML table.
-
-    Examples
-    --------
-    >>> "gradient dL/dx" in table(update())
-    True
-    """
+    """The numbers the figure shows, as a small HTML table."""
     rows = [
         ["entry x", _entry_name(state)],
         ["value of x", f"{state.value:.4f}"],
@@ -551,19 +456,7 @@ def table(state):
 
 
 def readout(values, state):
-    """Control values and the key numbers: the change the gradient predicts vs the actual one.
-
-    ``h`` is written by :func:`format_step`, as the slider, the table and the figure write it.
-    For a query that reads a single key it says why nothing moves.
-
-    Examples
-    --------
-    >>> state = update("V", 2, 1, h=1e-3)
-    >>> "h = 1e-3" in readout({}, state)
-    True
-    >>> print(readout({}, update("Q", 0, 1)).split(" · ")[1])
-    query 0 reads only key 0 (causal mask): its weight is 1 whatever its score, so the gradient is exactly 0
-    """  # noqa: E501
+    """The entry, h, the predicted and actual changes, and why a flat row is flat."""
     text = (
         f"<b>{_entry_name(state)}</b>, h = {format_step(state.h)}: predicted change "
         f"{state.predicted_change:.3e}, actual {state.actual_change:.3e} "
@@ -576,14 +469,6 @@ def readout(values, state):
             "weight is 1 whatever its score, so the gradient is exactly 0"
         )
     return text
-
-
-# Control sizes: the shell lays the controls out in one row; without a minimum width
-# the slider tracks shrink to a few pixels.
-_WIDE = {"min_width": "300px", "width": "300px"}
-_NARROW = {"min_width": "190px", "width": "190px"}
-_FIT = {"width": "auto"}
-_LABEL = {"description_width": "initial"}
 
 
 def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style=None):
@@ -603,6 +488,7 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
     <backward step explorer: run the notebook to interact>
     >>> explorer.set(array="V").array
     'V'
+    >>> explorer.close()
     """
     if h not in H_CHOICES:
         raise ValueError(
@@ -616,7 +502,7 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
             value=h,
             description="step h",
             continuous_update=False,
-            layout=_WIDE,
+            layout={"min_width": "300px", "width": "300px"},
         ),
         "array": widgets.ToggleButtons(
             options=list(ARRAYS),
@@ -625,41 +511,29 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
             style={"button_width": "2.5em", "description_width": "initial"},
             layout={"width": "12em", "min_width": "12em"},  # Q K V side by side
         ),
-        "row": widgets.IntSlider(
-            value=row,
-            min=0,
-            max=shape[0] - 1,
-            description="row",
-            continuous_update=False,
-            layout=_NARROW,
-            style=_LABEL,
-        ),
-        "col": widgets.IntSlider(
-            value=col,
-            min=0,
-            max=shape[1] - 1,
-            description="column",
-            continuous_update=False,
-            layout=_NARROW,
-            style=_LABEL,
-        ),
+        **{
+            key: widgets.IntSlider(
+                value=value,
+                min=0,
+                max=size - 1,
+                description=label,
+                continuous_update=False,
+                # the controls share one row: without a minimum width a track shrinks away
+                layout={"min_width": "190px", "width": "190px"},
+                style={"description_width": "initial"},
+            )
+            for key, label, value, size in (
+                ("row", "row", row, shape[0]),
+                ("col", "column", col, shape[1]),
+            )
+        },
         "causal": widgets.Checkbox(
-            value=causal, description="causal mask", indent=False, layout=_FIT
+            value=causal, description="causal mask", indent=False, layout={"width": "auto"}
         ),
     }
     return EXPLORER.explorer(controls, style=style)
 
 
-EXPLORER = ExplorerSpec(
-    name="backward_step",
-    title="backward step",
-    factory=backward_step_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=FIGSIZE,
-    board_figsize=BOARD_FIGSIZE,
-    legacy=True,  # issue 22: not yet on the scene contract
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="backward step", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )

@@ -22,24 +22,14 @@ from typing import NamedTuple
 import ipywidgets
 import numpy as np
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from .. import plots
 from .._validation import require_whole_number
 from ..tiny_layer import TrainingRun, init_params, lookup_batch, train
-from ._layout import margins
 from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "EXPLORER",
-    "TrainingStepsState",
-    "draw",
-    "example_run",
-    "readout",
-    "refresh",
-    "table",
-    "training_steps_explorer",
-    "update",
-]
+__all__ = ["EXPLORER", "TrainingStepsState", "training_steps_explorer", "update"]
 
 #: The example task and its training, the sizes notebook 08 uses.
 N_PAIRS, N_KEYS, N_VALUES, D_K = 4, 8, 4, 8
@@ -47,11 +37,6 @@ PROBE_SIZE, BATCH_SIZE, STEPS, LEARNING_RATE, SNAPSHOT_EVERY = 6, 64, 300, 0.01,
 
 FIGSIZE = (11.0, 4.4)
 BOARD_FIGSIZE = (15.0, 6.6)
-# Width of the heatmap's panel against the loss curve's.
-_WIDTH_RATIOS = (1.0, 1.35)
-_ANSWER_GID = "training_steps.answer"
-_STEP_LINE = "training_steps.step_line"
-_STEP_MARKER = "training_steps.step_marker"
 
 
 @functools.lru_cache(maxsize=1)
@@ -175,33 +160,24 @@ def _titles(state):
     )
 
 
-def draw(fig, state):
-    """The probe's weights (answers outlined) beside the loss curves with the step marked.
+def _loss_ylim(state):
+    """The loss axes' range: from just under 0 to a little over the highest loss of the run."""
+    highest = max(float(state.training_losses.max(initial=0.0)), float(state.probe_losses.max()))
+    return -0.05 * highest, 1.12 * highest
 
-    Examples
-    --------
-    >>> from attention_lib.widgets.training_steps import draw, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> draw(fig, update(10))
-    >>> fig.axes[0].get_title().splitlines()[0], fig.axes[1].get_xlabel()
-    ('weights at step 100', 'training step')
-    """
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
-    # Fixed margins, no layout engine: titles change with the step, and a layout
-    # that followed them would move the axes between frames.
-    fig.set_layout_engine("none")
-    heat_ax, loss_ax = fig.subplots(
-        1,
-        2,
-        gridspec_kw={
-            "width_ratios": _WIDTH_RATIOS,
-            **margins(fig, left=1.0, right=0.2, bottom=0.55, top=0.58, gap=1.05),
-        },
-    )
+
+def _stem(state):
+    """x and y of the step's stem: from the bottom of the loss axes to the probe's loss."""
+    return [state.step, state.step], [_loss_ylim(state)[0], state.probe_loss]
+
+
+def draw(fig, state):
+    """The probe's weights (answers outlined) beside the loss curves with the step marked."""
+    spec = plots.STYLES[plots.figure_style(fig)]
+    heat_ax, loss_ax = fig.subplots(1, 2, width_ratios=(1.0, 1.35))
     heat_title, loss_title = _titles(state)
     n_pairs = state.weights.shape[1]
-    heat_ax.legacy_heatmap = plots.attention_heatmap(  # LEGACY: phase 2
+    heatmap = plots.attention_heatmap(
         state.weights,
         ax=heat_ax,
         annotate=True,
@@ -221,7 +197,6 @@ def draw(fig, state):
                 fill=False,
                 edgecolor=plots.COLORS["query"],
                 linewidth=spec["line"] * 1.2,
-                gid=_ANSWER_GID,
             )
         )
 
@@ -250,87 +225,44 @@ def draw(fig, state):
     )
     span = max(int(state.snapshot_steps[-1]), 1)
     loss_ax.set_xlim(-0.03 * span, 1.03 * span)
-    highest = max(float(state.training_losses.max(initial=0.0)), float(state.probe_losses.max()))
-    loss_ax.set_ylim(-0.05 * highest, 1.12 * highest)
-    # The step: a stem from the x axis up to the probe's loss, so it never reaches the
-    # legend above the curves (a full-height line would cross it and cost a redraw of it).
-    loss_ax.plot(
-        *_stem(loss_ax, state),
+    loss_ax.set_ylim(*_loss_ylim(state))
+    # Fewer loss ticks on the board, for its large type: 0.25 apart there, 0.2 otherwise.
+    nbins = 8 if plots.figure_style(fig) == "board" else 9
+    loss_ax.yaxis.set_major_locator(MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]))
+    # The step: a stem from the x axis up to the probe's loss, clear of the legend above.
+    (stem,) = loss_ax.plot(
+        *_stem(state),
         color=plots.COLORS["reference"],
         linestyle="--",
         linewidth=spec["line"] / 2,
-        gid=_STEP_LINE,
     )
-    loss_ax.plot(
+    (marker,) = loss_ax.plot(
         [state.step],
         [state.probe_loss],
         "o",
         color=plots.COLORS["query"],
         markersize=spec["marker"] * 1.3,
-        gid=_STEP_MARKER,
     )
     loss_ax.set_xlabel("training step")
     loss_ax.set_ylabel("cross-entropy")
     # Right of the middle: above the curves once they have come down.
     loss_ax.legend(loc="center right")
-    # Type sizes: the heatmap sets its own; the loss axes take the style's rc, in force
-    # wherever an explorer draws (the shell, draw_static, the tests).
     loss_ax.set_title(loss_title)
+    return heatmap, heat_ax.title, stem, marker, loss_ax.title
 
 
-def _stem(loss_ax, state):
-    """x and y of the step's stem: from the bottom of the loss axes to the probe's loss."""
-    return [state.step, state.step], [loss_ax.get_ylim()[0], state.probe_loss]
-
-
-def refresh(fig, state):
-    """Move the weights, their numbers, the step's stem and marker, the titles; return them.
-
-    Returned in the order a fresh drawing stacks them, with the static artists
-    that lie on top of moving ones after what they cover: the answers' outlines
-    over the weights, the x axis line over the foot of the step's stem.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.training_steps import draw, refresh, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> draw(fig, update(0))
-    >>> moved = refresh(fig, update(30))
-    >>> fig.axes[1].get_title().splitlines()
-    ['loss at step 300', '0.053 on the probe']
-    """
-    heat_ax, loss_ax = fig.axes[:2]
-    plots.update_attention_heatmap(heat_ax.legacy_heatmap, state.weights)
-    image, masked, numbers = heat_ax.legacy_heatmap
-    outlines = plots.artist(heat_ax, _ANSWER_GID, count=len(state.answer_positions))
-    step_line = plots.artist(loss_ax, _STEP_LINE)
-    step_line.set_data(*_stem(loss_ax, state))
-    marker = plots.artist(loss_ax, _STEP_MARKER)
+def refresh(scene, state):
+    """Move the weights and their numbers, the step's stem and marker and both titles."""
+    heatmap, heat_title, stem, marker, loss_title = scene
+    plots.update_attention_heatmap(heatmap, state.weights)
+    stem.set_data(*_stem(state))
     marker.set_data([state.step], [state.probe_loss])
-    for ax, title in zip((heat_ax, loss_ax), _titles(state), strict=True):
-        ax.title.set_text(title)
-    return [
-        image,
-        masked,
-        *outlines,
-        *numbers,
-        heat_ax.title,
-        step_line,
-        marker,
-        loss_ax.spines["bottom"],
-        loss_ax.title,
-    ]
+    for title, text in zip((heat_title, loss_title), _titles(state), strict=True):
+        title.set_text(text)
 
 
 def table(state):
-    """One row per probe sequence: the key it asks for, its weights, the weight on the answer.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.training_steps import table, update
-    >>> table(update(0)).count("<tr>")  # header + 6 probe sequences
-    7
-    """
+    """One row per probe sequence: the key it asks for, its weights, the weight on the answer."""
     n_pairs = state.weights.shape[1]
     rows = [
         [
@@ -351,15 +283,7 @@ def table(state):
 
 
 def readout(values, state):
-    """One line: the step, the loss on the probe, the mean weight on the answer's pair.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.training_steps import readout, update
-    >>> print(readout({"step_index": 0}, update(0)))  # doctest: +NORMALIZE_WHITESPACE
-    step <b>0</b> of 300 · loss on the probe <b>1.378</b> · mean weight on the answer's pair
-    <b>0.25</b> (uniform: 0.25)
-    """
+    """One line: the step, the loss on the probe, the mean weight on the answer's pair."""
     uniform = 1.0 / state.weights.shape[1]
     return (
         f"step <b>{state.step}</b> of {state.total_steps} · loss on the probe "
@@ -395,10 +319,7 @@ def training_steps_explorer(run=None, step_index=0, *, style=None):
     300
     >>> explorer.close()
     """
-    spec = EXPLORER
-    if run is not None:
-        spec = EXPLORER._replace(update=functools.partial(update, run=run))
-    state = spec.update(step_index)  # checks the run and the index before any widget exists
+    state = update(step_index, run=run)  # checks the run and the index before any widget exists
     controls = {
         "step_index": ipywidgets.SelectionSlider(
             options=[(str(step), i) for i, step in enumerate(state.snapshot_steps)],
@@ -409,19 +330,9 @@ def training_steps_explorer(run=None, step_index=0, *, style=None):
             layout=ipywidgets.Layout(width="32em"),
         )
     }
-    return spec.explorer(controls, style=style)
+    return EXPLORER.explorer(controls, fixed={"run": run}, style=style)
 
 
-EXPLORER = ExplorerSpec(
-    name="training_steps",
-    title="training steps",
-    factory=training_steps_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=FIGSIZE,
-    board_figsize=BOARD_FIGSIZE,
-    legacy=True,  # issue 22: not yet on the scene contract
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="training steps", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )
