@@ -29,7 +29,7 @@ def test_mask_is_and_of_causal_padding_and_cells():
 
 def test_weights_and_output_are_the_librarys():
     state = mask_editor.update(6, causal=False, lengths=[2, 6], blocked={(0, 0)})
-    Q, K, V = mask_editor.example_inputs(6)
+    Q, K, V = mask_editor._example_inputs(6)
     np.testing.assert_array_equal(state.output, attention_forward(Q, K, V, mask=state.mask))
 
 
@@ -51,11 +51,16 @@ def test_none_asks_for_no_padding_at_any_length():
         assert state.padding_part[0].all()
 
 
-def test_bad_lengths():
-    with pytest.raises(ValueError, match="lengths must hold whole numbers"):
-        mask_editor.update(3, lengths=[2.5, 1])
-    with pytest.raises(ValueError, match="lengths must name at least one example"):
-        mask_editor.update(3, lengths=[])
+@pytest.mark.parametrize("lengths", [[2.5, 1], [], ["2", 1], [True, 1], 3])
+def test_bad_lengths(lengths):
+    with pytest.raises(ValueError, match="lengths must give one or more examples, each a whole"):
+        mask_editor.update(3, lengths=lengths)
+
+
+@pytest.mark.parametrize("blocked", [[(0,)], [(0, 1, 2)], [(0, 0.5)], [(-1, 0)], [3], 3])
+def test_bad_blocked_cells(blocked):
+    with pytest.raises(ValueError, match=r"blocked must hold \(query, key\) cells, pairs of whole"):
+        mask_editor.update(3, blocked=blocked)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -145,10 +150,11 @@ def test_length_moves_the_dependent_controls_with_one_redraw(editor):
     assert [slider.max for slider in sliders] == [3, 3]
     assert [slider.value for slider in sliders] == [3, 3]  # shown clipped
     assert editor.controls["lengths"].value == (None, 3)  # what was asked for stays
-    assert editor.controls["blocked"].value == ((1, 1),)
+    assert editor.controls["blocked"].value == ((1, 1), (4, 0))  # so does (4, 0), hidden
     assert len(editor.controls["blocked"].buttons) == 9
     state = editor.set(length=8)
     assert state.lengths == (8, 3)  # no padding stays no padding; 3 real tokens come back
+    assert state.blocked == {(1, 1), (4, 0)}
     sliders[1].value = 2  # as a user drags it
     state = editor.set(length=6)
     assert state.lengths == (6, 2)
@@ -215,8 +221,66 @@ def test_a_click_on_a_cell_a_mask_blocks_changes_nothing_and_says_why(editor):
     grid.buttons[4, 4].value = True  # key 4 is padding in both examples
     assert grid.value == ()
     assert "blocked by padding (key 4 is padding in every example)" in editor.readout.value
-    with pytest.raises(ValueError, match=r"cell \(2, 1\) is not blocked"):
-        mask_editor.blocked_click_note(editor.state, (2, 1))
+    with editor.batch():  # a click the causal mask refuses, then causal off in the same batch
+        grid.buttons[0, 2].value = True
+        editor.controls["causal"].value = False
+    assert grid.value == () and not editor.state.causal
+    assert editor.readout.value.endswith(
+        "<br>query 0, key 2 was blocked by a mask when clicked: the click changed nothing."
+    )
+
+
+def test_cells_blocked_by_hand_wait_hidden_for_a_longer_t(editor):
+    grid = editor.controls["blocked"]
+    editor.set(length=8, blocked=((7, 0), (1, 0)))
+    editor.set(length=4)
+    assert editor.state.blocked == {(1, 0)} and grid.value == ((1, 0), (7, 0))
+    assert "1 cell(s) blocked by hand" in editor.readout.value
+    assert (7, 0) not in grid.buttons and grid._all[7, 0].layout.display == "none"
+    grid.buttons[2, 1].value = True  # a click at T = 4 keeps the hidden cell
+    assert grid.value == ((1, 0), (2, 1), (7, 0))
+    state = editor.set(length=8)
+    assert state.blocked == {(1, 0), (2, 1), (7, 0)} and not state.mask[:, 7, 0].any()
+    assert grid.buttons[7, 0].description == "✕"
+    editor.set(length=4, blocked=((0, 0),))  # a new value replaces the hidden cells too
+    assert editor.set(length=8).blocked == {(0, 0)}
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"lengths": (1,)}, "lengths must give 2 examples, each a whole number of real tokens"),
+        ({"lengths": (None, 2.5)}, "lengths must give 2 examples"),
+        ({"lengths": (None, "3")}, "lengths must give 2 examples"),
+        ({"lengths": (None, 2, 3)}, "lengths must give 2 examples"),
+        ({"blocked": ((0,),)}, r"blocked must hold \(query, key\) cells, pairs of whole numbers "),
+        ({"blocked": ((8, 0),)}, "pairs of whole numbers from 0 to 7; got"),
+        ({"blocked": ((0, -1),)}, "pairs of whole numbers from 0 to 7"),
+        ({"blocked": (("a", "b"),)}, "pairs of whole numbers from 0 to 7"),
+        ({"blocked": (3,)}, "pairs of whole numbers from 0 to 7"),
+        ({"length": 3, "blocked": ((0, 9),)}, "pairs of whole numbers from 0 to 7"),
+        ({"lengths": None}, "lengths must give 2 examples"),
+        ({"blocked": None}, "pairs of whole numbers from 0 to 7; got None"),
+    ],
+)
+def test_a_refused_value_leaves_every_widget_state_and_figure_as_they_were(editor, change, says):
+    editor.set(blocked=((4, 0),), lengths=(4, 2))
+    grid, sliders = editor.controls["blocked"], editor.controls["lengths"]
+
+    def shown():
+        return (
+            editor.values,
+            editor.png,
+            editor.readout.value,
+            editor.table.value,
+            [(b.value, b.description, b.tooltip, b.layout.display) for b in grid._all.values()],
+            [(s.value, s.max) for s in sliders.children],
+        )
+
+    before, state = shown(), editor.state
+    with pytest.raises(ValueError, match=says):
+        editor.set(**change)
+    assert editor.state is state and shown() == before
 
 
 def test_a_cell_blocked_by_hand_can_be_freed_under_a_mask(editor):
@@ -322,7 +386,7 @@ def test_a_new_length_is_one_update_and_one_redraw(monkeypatch):
         "length": 3,
         "causal": True,
         "lengths": (None, 3),
-        "blocked": ((1, 1),),
+        "blocked": ((1, 1), (4, 0)),  # (4, 0) kept for a longer T
     }
     editor.set(causal=False, lengths=(3, 1), blocked=((0, 0),))  # three controls, one batch
     assert len(calls) == 2 and len(frames) == 2
@@ -349,7 +413,8 @@ def test_static_figure():
     editor = mask_editor.mask_editor_explorer(8, lengths=(8, 2), blocked=((7, 0),))
     fig = editor.draw_static()
     labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
-    sums = [t.get_text() for t in fig.axes[1].texts if t.get_gid() == "row-sum"]
+    (row_sums,) = fig.axes[1].child_axes
+    sums = [t.get_text() for t in row_sums.get_yticklabels()]
     assert labels[-1] == "q7" and sums == ["Σ=1"] * 8
     plt.close(fig)
     editor.close()
@@ -415,11 +480,6 @@ def test_drawn_figure_keeps_its_texts_inside_and_apart(style, controls):
     plt.close(fig)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: the grid's note must read the batch's state (Explorer.note); the mask "
-    "editor's conversion to the contract fixes it, then remove this mark",
-)
 def test_a_click_in_the_batch_that_restyled_its_cell_reads_the_batchs_state():
     """Issue 22's case: board style, causal off, T = 8; then causal on and a click on (2, 6)."""
     editor = mask_editor.mask_editor_explorer(style="board")

@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 from explorer_asserts import assert_same_state
+from layout_asserts import drawn_figure
 from matplotlib.colors import to_rgba
 
 from attention_lib import attention_forward, causal_mask, plots
@@ -218,18 +219,25 @@ def _every_shape():
             yield T_q, T_k, "cross"
 
 
+def _drawn_height(state, style):
+    """Inches tall the explorer draws ``state`` (draw sets the height; no layout needed)."""
+    figsize = sc.EXPLORER.figsize_for(style)
+    fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False)
+    with plots.series_style(style):
+        sc.draw(fig, state)
+    return fig.get_figheight()
+
+
 @pytest.mark.parametrize("style", ["default", "board"])
-def test_every_shape_fits_the_screen_and_the_width(style):
+def test_every_shape_fits_the_screen(style):
+    width = sc.EXPLORER.figsize_for(style)[0]
+    # the height draw gives the figure (drawing all 220 shapes took 50 s)
+    fig, _ = plots.new_figure(0, figsize=sc.EXPLORER.figsize_for(style), style=style, pyplot=False)
     heights = {}
     for T_q, T_k, mode in _every_shape():
-        layout = sc.figure_layout(T_q, T_k, mode, style)
-        displayed = plots.DISPLAY_WIDTH_PX / layout.width  # CSS px per inch
-        assert layout.height * displayed <= FIGURE_BUDGET_PX, (T_q, T_k, mode)
-        strip_left, _, strip_width, _ = layout.strip
-        assert strip_left + strip_width <= layout.width, (T_q, T_k, mode)
-        heat_left, _, heat_width, _ = layout.heat
-        assert heat_left + heat_width < strip_left, (T_q, T_k, mode)
-        heights[T_q, T_k, mode] = layout.height
+        height = sc._figure_height(fig, sc.update(T_q=T_q, T_k=T_k, mode=mode))
+        assert height * plots.DISPLAY_WIDTH_PX / width <= FIGURE_BUDGET_PX, (T_q, T_k, mode)
+        heights[T_q, T_k, mode] = height
     # sized to the data: more query rows never shrink the figure, and a small
     # matrix gets a clearly smaller figure than the largest
     for T_k in range(1, sc.MAX_LENGTH + 1):
@@ -251,18 +259,20 @@ def test_every_shape_fits_the_screen_and_the_width(style):
     ],
 )
 def test_drawn_figure_has_large_text_and_no_overlaps(style, controls):
-    """Every text at least 14 CSS px, inside the figure, overlapping no other text or block."""
+    """Every text at least 14 CSS px, inside the figure, overlapping no other text or block;
+    the strip right of the heatmap and inside the figure."""
     state = sc.update(**controls)
-    figsize = sc.EXPLORER.figsize_for(style)
-    fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize))
-    heat, strip = sc.draw(fig, state)
-    layout = sc.figure_layout(*state.weights.shape, state.mode, style)
-    assert tuple(fig.get_size_inches()) == (layout.width, layout.height)
+    fig = drawn_figure(sc.EXPLORER, state, style)
+    heat, strip = fig.axes
+    assert fig.get_figwidth() == sc.EXPLORER.figsize_for(style)[0]
+    assert fig.get_figheight() == _drawn_height(state, style)  # the layout kept the size
     renderer = fig.canvas.get_renderer()
     texts = [
         text
         for text in [
-            *fig.texts,
+            heat.title,
+            heat.xaxis.label,
+            strip.title,
             *heat.texts,
             *strip.texts,
             *heat.get_xticklabels(),
@@ -270,16 +280,22 @@ def test_drawn_figure_has_large_text_and_no_overlaps(style, controls):
         ]
         if text.get_visible() and text.get_text()
     ]
-    px_per_point = plots.DISPLAY_WIDTH_PX / layout.width / 72
+    px_per_point = fig.dpi / 72  # shown at the width it is rendered
+    assert fig.bbox.width == plots.DISPLAY_WIDTH_PX
     for text in texts:
         assert text.get_fontsize() * px_per_point >= SMALLEST_TEXT_PX, text.get_text()
     boxes = [text.get_window_extent(renderer) for text in texts]
     for text, box in zip(texts, boxes, strict=True):
         assert box.x0 >= 0 and box.y0 >= 0, text.get_text()
         assert box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text.get_text()
-    blocks = [
-        patch.get_window_extent(renderer) for patch in plots.artist(strip, sc.BLOCK_GID, count=6)
-    ]
+    blocks = [patch.get_window_extent(renderer) for patch in strip.patches]
+    assert len(blocks) == 6
+    heat_right = max(
+        heat.get_window_extent(renderer).x1,
+        *(box.x1 for text, box in zip(texts, boxes, strict=True) if text.axes is heat),
+    )
+    for box in [*blocks, *(box for t, box in zip(texts, boxes, strict=True) if t.axes is strip)]:
+        assert heat_right < box.x0 and box.x1 <= fig.bbox.width
     keys = heat.get_xticklabels()
     for (a, box_a), (b, box_b) in itertools.combinations(zip(texts, boxes, strict=True), 2):
         if a in keys and b in keys:
@@ -287,7 +303,7 @@ def test_drawn_figure_has_large_text_and_no_overlaps(style, controls):
         assert not box_a.overlaps(box_b), (a.get_text(), b.get_text())
     # neighbouring slanted key labels: parallel bands, as far apart as a line of text is tall
     angle = np.radians(keys[0].get_rotation())
-    column = heat.get_window_extent(renderer).width / state.weights.shape[1]
+    column = heat.transData.transform([(1, 0)])[0, 0] - heat.transData.transform([(0, 0)])[0, 0]
     assert column * np.sin(angle) >= 1.2 * keys[0].get_fontsize() * fig.dpi / 72
     for text, box in zip(texts, boxes, strict=True):
         if text.axes is not heat:  # numbers sit inside their heatmap cells, not near blocks
@@ -298,8 +314,8 @@ def test_drawn_figure_has_large_text_and_no_overlaps(style, controls):
 def test_operators_are_large_bold_and_dark(style):
     figsize = sc.EXPLORER.figsize_for(style)
     fig, _ = plots.new_figure(0, figsize=figsize, style=style, pyplot=False, dpi=live_dpi(figsize))
-    _, strip = sc.draw(fig, sc.update())
-    operators = plots.artist(strip, sc.OPERATOR_GID, count=4)
+    with plots.series_style(style):
+        *_, operators = sc.draw(fig, sc.update())  # the scene: the operators last
     assert [text.get_text() for text in operators] == ["•", "→", "•", "="]
     px_per_point = plots.DISPLAY_WIDTH_PX / figsize[0] / 72
     for text in operators:
@@ -316,6 +332,6 @@ def test_a_size_change_redraws_once_and_a_return_blits(explorer):
     assert explorer.fig is first_figure  # widths only move artists
     explorer.set(T_k=9)
     assert explorer.fig is not first_figure
-    assert explorer.fig.get_size_inches()[1] == sc.figure_layout(4, 9, "cross").height
+    assert explorer.fig.get_figheight() == _drawn_height(sc.update(T_k=9), "default")
     explorer.set(T_k=6)
     assert explorer.fig is first_figure

@@ -591,3 +591,45 @@ def test_the_layout_depends_on_the_frozen_key_not_on_the_state_that_first_drew_i
     assert first_short.fig.axes[0].get_position().bounds == (
         first_wide.fig.axes[0].get_position().bounds
     )
+
+
+def test_an_axis_of_the_scene_keeps_the_room_of_the_tick_labels_draw_gave_it():
+    """The mask editor's key labels gain and lose "·pad": drawn at their widest, they fit."""
+    wide = ["a long key label", "and another"]
+
+    def draw(fig, state):
+        ax = fig.subplots()
+        ax.set_xticks([0, 1], wide, rotation=90)
+        return ax.xaxis
+
+    def refresh(axis, state):
+        axis.set_ticklabels(wide if state["angle"] > 0 else ["k0", "k1"])
+
+    explorer = _explorer(_spec(draw=draw, refresh=refresh))
+    explorer.set(angle=1.0)
+    fig = explorer.fig
+    renderer = fig.canvas.get_renderer()
+    labels = fig.axes[0].get_xticklabels()
+    assert [label.get_text() for label in labels] == wide
+    assert min(label.get_window_extent(renderer).y0 for label in labels) >= 0
+
+
+def test_a_secondary_axis_of_the_scene_is_blitted_like_the_figures_axes():
+    """The mask editor's row sums are the tick labels of a secondary axis right of each heatmap."""
+
+    def draw(fig, state):
+        ax = fig.subplots()
+        ax.set_ylim(-0.5, 1.5)
+        sums = ax.secondary_yaxis("right")
+        sums.set_ticks([0, 1], ["Σ=0", "Σ=0"])
+        return sums.yaxis
+
+    def refresh(axis, state):
+        axis.set_ticklabels([f"Σ={state['point'][0]:.1f}", f"Σ={state['point'][1]:.1f}"])
+
+    spec = _spec(draw=draw, refresh=refresh)
+    explorer = _explorer(spec)
+    for angle in (1.0, 2.5):
+        explorer.set(angle=angle)
+        fresh = render_png(spec.figure(explorer.state))
+        np.testing.assert_array_equal(_pixels(explorer.png), _pixels(fresh))

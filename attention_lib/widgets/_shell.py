@@ -428,11 +428,14 @@ def _stand_ins(scene):
     """The scene as the layout pass sees it, so the layout depends on the frozen key alone.
 
     A text of the scene counts as its number of lines, each as tall as "lp"
-    and no wider (a title keeps its room, whatever numbers it shows); the
-    other artists of the scene are left out of the layout.
+    and no wider (a title keeps its room, whatever numbers it shows); an axis
+    keeps the room of the tick labels ``draw`` gave it (so ``draw`` gives it
+    its widest ones); the other artists of the scene are left out of the layout.
     """
     kept = []
     for artist in _scene_artists(scene):
+        if isinstance(artist, Axis):
+            continue
         text = artist.get_text() if isinstance(artist, Text) else None
         kept.append((artist, artist.get_in_layout(), text))
         if text is None:
@@ -493,6 +496,7 @@ def _blitted(fig, scene):
     spines bars stand on, a reference line across moving bars. The area a
     scene artist may reach is its clip box, or its extent when unclipped.
     Axes' ticks are never among them: they point outward, off the data.
+    Child axes (a secondary axis) are searched like the figure's axes.
     """
     moving = {id(artist) for artist in _scene_artists(scene)}
     renderer = fig.canvas.get_renderer()
@@ -506,8 +510,8 @@ def _blitted(fig, scene):
                 order.append(child)
                 clip = child.get_clip_box() if child.get_clip_on() else None
                 regions.append(clip if clip is not None else child.get_window_extent(renderer))
-            elif isinstance(child, Axes):
-                visit(child)
+            elif isinstance(child, Axes) or child in getattr(parent, "child_axes", ()):
+                visit(child)  # child axes too: a secondary axis is no Axes
             elif regions and child.get_visible() and not isinstance(child, Axis):
                 if _touches(child.get_window_extent(renderer), regions):
                     order.append(child)

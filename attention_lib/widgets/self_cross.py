@@ -34,23 +34,7 @@ from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask
 from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "EXPLORER",
-    "Projections",
-    "SelfCrossLayout",
-    "SelfCrossState",
-    "draw",
-    "figure_layout",
-    "projections",
-    "readout",
-    "refresh",
-    "self_cross_explorer",
-    "static_key",
-    "strip_positions",
-    "table",
-    "token_vectors",
-    "update",
-]
+__all__ = ["EXPLORER", "SelfCrossState", "self_cross_explorer", "update"]
 
 #: Target-side tokens (the decoder reads these, one position at a time).
 DECODER_TOKENS = ("<s>", "le", "chat", "noir", "dort", "sur", "le", "tapis", "chaud", ".")
@@ -256,19 +240,24 @@ def update(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False):
 # ---------------------------------------------------------------------------
 # Drawing, table, readout and the explorer (the thin part around update()).
 #
-# The figure is laid out for the shape on show (figure_layout): on the left the
-# weights as a heatmap with the tokens on its rows and columns, on the right the
-# shapes strip, every array a block of its true shape, in two lines "Q • Kᵀ → A"
-# and "A • V = O". A new T_q, T_k or mode is a new layout (one full draw, which the
-# shell keeps frozen for a return to it); d_k, d_v and the causal mask only move
-# artists.
+# Left, the weights as a heatmap with the tokens on its rows and columns; right, the
+# shapes strip, every array a block of its true shape, in two lines "Q • Kᵀ → A" and
+# "A • V = O". A new T_q, T_k or mode is a new drawing and layout (the static key, one
+# full draw that the shell keeps frozen for a return to it); d_k, d_v and the causal
+# mask only move artists.
 
-#: Figure width in inches per style. The shell renders every figure
-#: DISPLAY_WIDTH_PX wide, so the width sets the type size; the height follows the data.
-FIGURE_WIDTHS = {"default": 10.5, "board": 16.5}
+#: Figure sizes in inches. The shell renders every figure DISPLAY_WIDTH_PX wide, so the
+#: width sets the type size; draw() gives the figure the height its shape needs.
+FIGSIZE = (10.5, 4.0)
+BOARD_FIGSIZE = (16.5, 6.0)
 #: Side of one square of the shapes strip in displayed pixels, the same in both
 #: styles: the squares show a shape and hold no text.
 SQUARE_PX = 15
+#: A heatmap cell, in sizes of its numbers (width, height): room for the widest, "<0.01".
+CELL_EMS = (3.37, 1.9)
+#: What the layout takes from the figure's width besides the two panels (the row labels
+#: and its pads), in tick-label sizes: the strip's panel is the rest.
+MARGIN_EMS = 4.0
 # The series' colours (attention_lib.plots.COLORS): queries vermillion, keys blue,
 # values green, output purple; the weights grey.
 _BLOCK_COLORS = {
@@ -283,50 +272,9 @@ _BLOCK_COLORS = {
 OPERATOR_COLOR = "#111111"
 OPERATOR_SCALE = 2.0  # operator size / title size
 _LINES = (("Q", "Kᵀ", "A"), ("A", "V", "O"))  # the strip's two lines, left to right
-_OPERATORS = (("•", "→"), ("•", "="))  # between the blocks of each line
-
-# Tags of the artists refresh moves (found again with plots.artist, in drawing order).
-BLOCK_GID = "sc-block"  # one rectangle per block of the shapes strip
-GRID_GID = "sc-grid"
-SIZE_GID = "sc-size"
-OPERATOR_GID = "sc-operator"  # they move with the blocks when d_k or d_v changes
-
-
-def _points(size):
-    """Inches of ``size`` points."""
-    return size / 72.0
-
-
-@functools.lru_cache(maxsize=1024)
-def _text_width(text, size, weight="normal"):
-    """Width in inches of ``text`` set at ``size`` points, from the glyph outlines (no renderer)."""
-    path = TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight))
-    return path.get_extents().width / 72.0
-
-
-class SelfCrossLayout(NamedTuple):
-    """Where :func:`draw` puts everything, in inches from the figure's top-left corner.
-
-    Boxes are ``(left, top, width, height)``. The strip's blocks follow d_k and
-    d_v (see :func:`strip_positions`); the layout reserves room for the widest
-    and keeps the top of each line of blocks (``line_tops``), the side of a
-    square and the width of the gap that holds an operator.
-    """
-
-    width: float
-    height: float
-    heat: tuple
-    strip: tuple
-    title_top: float
-    xlabel_top: float
-    square: float
-    gap: float
-    label_size: float
-    line_tops: tuple
-
-
-def _shape_label(name, rows, cols):
-    return f"{name} {rows}×{cols}"
+_OPERATORS = ("•", "→", "•", "=")  # between the blocks of each line
+_KEY_LABEL_ANGLE = 40.0  # degrees: the longest tokens do not fit a column
+_STRIP_TITLE = "shapes: one square per number"
 
 
 def _heat_title(T_q, T_k):
@@ -339,268 +287,51 @@ def _heat_caption(mode):
     return f"rows: decoder queries; columns: {keys}"
 
 
-_STRIP_TITLE = "shapes: one square per number"
-_KEY_LABEL_ANGLE = 40.0  # degrees: the longest tokens do not fit a column
+@functools.lru_cache(maxsize=1024)  # an outline costs 3 ms; refresh sizes six labels
+def _ink_width(text, size, weight="normal"):
+    """Points from the first to the last ink of ``text`` set at ``size`` points (its outline)."""
+    return TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight)).get_extents().width
 
 
-def figure_layout(T_q, T_k, mode, style="default"):
-    """The figure's size and boxes for weights of ``T_q x T_k`` in ``mode``, in ``style``.
+def _square(fig):
+    """Side of a square of the strip in points: SQUARE_PX of the pixels the figure is shown at."""
+    return SQUARE_PX * 72 * fig.get_figwidth() / plots.DISPLAY_WIDTH_PX
 
-    Cells of a fixed size in each style (a heatmap cell fits its number, a strip
-    square is :data:`SQUARE_PX` pixels), margins from the style's font sizes: the
-    figure is as tall as this shape needs and no taller. In self mode pass
-    ``T_k = T_q``. Pure arithmetic (text widths come from the glyph outlines),
-    so the tests can check every size against the screen without drawing.
 
-    Returns
-    -------
-    SelfCrossLayout
+def _figure_height(fig, state):
+    """Inches the shape needs: the taller of the heatmap with its labels and the strip.
 
-    Examples
-    --------
-    >>> small, large = figure_layout(2, 3, "cross"), figure_layout(10, 10, "cross")
-    >>> small.width == large.width == FIGURE_WIDTHS["default"], small.height < large.height
-    (True, True)
-    >>> round(large.height / large.width * plots.DISPLAY_WIDTH_PX)  # displayed px
-    515
+    The heights of the hand layout before issue 22, so every PNG keeps its size: a
+    pad and the titles above; the heatmap's rows, its slanted key labels (the
+    outline of the widest) and its caption; or the strip's two lines of blocks, as
+    tall as at d_k = d_v = MAX_WIDTH, and the operator beside the second.
     """
-    T_q, T_k = _whole(T_q, "T_q", MAX_LENGTH), _whole(T_k, "T_k", MAX_LENGTH)
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
-    if mode == "self" and T_k != T_q:
-        raise ValueError(f"self mode needs T_k = T_q; got T_q = {T_q}, T_k = {T_k}.")
-    spec = plots.STYLES[plots.figure_style(None, style)]
-    tick, label, title = spec["tick"], spec["label"], spec["title"]
-    width = FIGURE_WIDTHS[style]
-    pad = _points(0.8 * label)
-    title_height = _points(1.8 * title)
-    query_tokens = DECODER_TOKENS[:T_q]
-    key_tokens = query_tokens if mode == "self" else ENCODER_TOKENS[:T_k]
-
-    # The heatmap: a cell holds its widest number ("<0.01", see plots.format_weight)
-    # with room to spare; rotated key labels below it.
-    annotation = spec["annotation"]
-    cell_width = _text_width(plots.format_weight(1e-9), annotation) + _points(0.5 * annotation)
-    cell_height = _points(1.9 * annotation)
-    row_labels = max(_text_width(token, tick) for token in query_tokens) + _points(0.8 * tick)
-    angle = np.radians(_KEY_LABEL_ANGLE)
-    key_labels = max(
-        _text_width(token, tick) * np.sin(angle) + _points(tick) * np.cos(angle)
-        for token in key_tokens
-    ) + _points(0.8 * tick)
-    heat = (pad + row_labels, pad + title_height, T_k * cell_width, T_q * cell_height)
-    xlabel_top = heat[1] + heat[3] + key_labels
-    heat_bottom = xlabel_top + _points(1.6 * label) + pad
-    heat_right = heat[0] + max(
-        heat[2],
-        _text_width(_heat_title(T_q, T_k), title, "bold"),
-        _text_width(_heat_caption(mode), label),
-    )
-
-    # The strip: room for its widest and tallest blocks (d_k = d_v = MAX_WIDTH).
-    square = SQUARE_PX * width / plots.DISPLAY_WIDTH_PX
-    label_height = _points(1.7 * label)
-    widest = _shapes(T_q, T_k, MAX_WIDTH, MAX_WIDTH)
-    line_tops, top = [], pad + title_height
-    for names in _LINES:
-        line_tops.append(top + label_height)
-        top = line_tops[-1] + max(widest[name][0] for name in names) * square + _points(label)
-    geometry = dict(square=square, gap=_points(OPERATOR_SCALE * title), label_size=label)
-    blocks, operators = _line_positions(widest, line_tops, **geometry)
-    strip_width = max(
-        *(x + cols * square for _, x, _, _, cols in blocks),
-        *(x + geometry["gap"] / 2 for _, x, _ in operators),
-        _text_width(_STRIP_TITLE, title, "bold"),
-    )
-    # the bottom: under the last blocks, and under the operators (they are larger)
-    bottom = max(
-        top - _points(label), *(y + _points(0.6 * OPERATOR_SCALE * title) for _, _, y in operators)
-    )
-    height = float(max(heat_bottom, bottom + pad))
-    return SelfCrossLayout(
-        width=width,
-        height=height,
-        heat=heat,
-        strip=(heat_right + _points(1.5 * label), 0.0, float(strip_width), height),
-        title_top=pad,
-        xlabel_top=float(xlabel_top),
-        line_tops=tuple(line_tops),
-        **geometry,
-    )
-
-
-def _shapes(T_q, T_k, d_k, d_v):
-    """``{name: (rows, cols)}`` of every block of the strip."""
-    return {"Q": (T_q, d_k), "Kᵀ": (d_k, T_k), "A": (T_q, T_k), "V": (T_k, d_v), "O": (T_q, d_v)}
-
-
-def _line_positions(shapes, line_tops, *, square, gap, label_size):
-    """Blocks ``(name, x, top, rows, cols)`` and operators ``(symbol, x, y)`` of the strip.
-
-    Left to right in each line, each block as wide as its squares or its label,
-    then a gap with the operator, centred on the first rows (where the eye meets
-    the matrices).
-    """
-    blocks, operators = [], []
-    for names, symbols, top in zip(_LINES, _OPERATORS, line_tops, strict=True):
-        x = 0.0
-        for i, name in enumerate(names):
-            rows, cols = shapes[name]
-            blocks.append((name, x, top, rows, cols))
-            label = _text_width(_shape_label(name, rows, cols), label_size, "bold")
-            x += max(cols * square, label)
-            if i < len(symbols):
-                operators.append(
-                    (symbols[i], x + gap / 2, top + min(shapes[names[0]][0], 2) * square / 2)
-                )
-                x += gap
-    return blocks, operators
-
-
-def strip_positions(state, layout):
-    """Blocks and operators of the strip for ``state``, in ``layout`` (see :func:`draw`).
-
-    Examples
-    --------
-    >>> layout = figure_layout(3, 5, "cross")
-    >>> blocks, operators = strip_positions(update(T_q=3, T_k=5, d_k=2), layout)
-    >>> [(name, rows, cols) for name, _, _, rows, cols in blocks][:2]
-    [('Q', 3, 2), ('Kᵀ', 2, 5)]
-    >>> [symbol for symbol, _, _ in operators]
-    ['•', '→', '•', '=']
-    """
-    (T_q, d_k), (T_k, d_v) = state.Q.shape, state.V.shape
-    return _line_positions(
-        _shapes(T_q, T_k, d_k, d_v),
-        layout.line_tops,
-        square=layout.square,
-        gap=layout.gap,
-        label_size=layout.label_size,
-    )
-
-
-def _layout_of(state, style):
+    spec = plots.STYLES[plots.figure_style(fig)]
+    label, title, tick = spec["label"], spec["title"], spec["tick"]
     T_q, T_k = state.weights.shape
-    return figure_layout(T_q, T_k, state.mode, style)
+    square = _square(fig)
+    angle = np.radians(_KEY_LABEL_ANGLE)
+    widest = max(_ink_width(token, tick) for token in state.key_tokens)
+    slanted = widest * np.sin(angle) + tick * np.cos(angle) + 0.8 * tick
+    heat = CELL_EMS[1] * spec["annotation"] * T_q + slanted + 2.4 * label
+    second_line = max(max(T_q, T_k) * square, min(T_q, 2) * square / 2 + 1.2 * title)
+    strip = max(T_q, MAX_WIDTH) * square + second_line + 5.2 * label
+    return (0.8 * label + 1.8 * title + max(heat, strip)) / 72
 
 
 def static_key(state):
-    """What the layout depends on: the weights' shape and the mode (the key tokens).
-
-    Examples
-    --------
-    >>> static_key(update(T_q=3, T_k=5, d_k=2)) == static_key(update(T_q=3, T_k=5, d_k=7))
-    True
-    """
+    """The weights' shape and the mode (the key tokens): what the drawing depends on."""
     return state.weights.shape, state.mode
 
 
-def _grid_segments(x, top, rows, cols, square):
-    """Lines between neighbouring entries of a block, so the squares can be counted."""
-    bottom, right = top + rows * square, x + cols * square
-    vertical = [[(x + k * square, top), (x + k * square, bottom)] for k in range(1, cols)]
-    horizontal = [[(x, top + k * square), (right, top + k * square)] for k in range(1, rows)]
-    return vertical + horizontal
-
-
-def _figure_box(layout, box):
-    """A ``(left, top, width, height)`` box in inches as a figure-fraction rectangle."""
-    left, top, width, height = box
-    return [
-        left / layout.width,
-        1 - (top + height) / layout.height,
-        width / layout.width,
-        height / layout.height,
-    ]
-
-
-def _draw_strip(ax, state, layout, spec):
-    _, _, strip_width, height = layout.strip
-    ax.set_xlim(0, strip_width)
-    ax.set_ylim(height, 0)  # inches from the top, like the layout
-    ax.axis("off")
-    ax.text(0, layout.title_top, _STRIP_TITLE, va="top", fontsize=spec["title"], weight="bold")
-    blocks, operators = strip_positions(state, layout)
-    for name, _, _, _, _ in blocks:
-        color = _BLOCK_COLORS[name]
-        # thin edges: a thick one would hide a 1 x 1 block's only square
-        ax.add_patch(
-            Rectangle(
-                (0, 0),
-                1,
-                1,
-                facecolor=color,
-                alpha=0.35,
-                edgecolor=color,
-                linewidth=spec["line"] / 2,
-                gid=BLOCK_GID,
-            )
-        )
-        ax.add_collection(
-            LineCollection([], colors="white", linewidths=spec["line"] / 2, gid=GRID_GID)
-        )
-        ax.text(0, 0, "", va="bottom", fontsize=spec["label"], weight="bold", gid=SIZE_GID)
-    for symbol, _, _ in operators:
-        ax.text(
-            0,
-            0,
-            symbol,
-            ha="center",
-            va="center",
-            fontsize=OPERATOR_SCALE * spec["title"],
-            weight="bold",
-            color=OPERATOR_COLOR,
-            gid=OPERATOR_GID,
-        )
-    _place_strip(ax, state, layout)
-
-
-def _place_strip(ax, state, layout):
-    """Put the strip's blocks, labels and operators where ``state`` needs them; return them."""
-    blocks, operators = strip_positions(state, layout)
-    found = (plots.artist(ax, gid, count=len(blocks)) for gid in (BLOCK_GID, GRID_GID, SIZE_GID))
-    moved = []
-    for (name, x, top, rows, cols), block, grid, size in zip(blocks, *found, strict=True):
-        block.set_bounds(x, top, cols * layout.square, rows * layout.square)
-        grid.set_segments(_grid_segments(x, top, rows, cols, layout.square))
-        size.set_text(_shape_label(name, rows, cols))
-        size.set_position((x, top - _points(0.3 * layout.label_size)))
-        moved += [block, grid, size]
-    symbols = plots.artist(ax, OPERATOR_GID, count=len(operators))
-    for (_, x, y), symbol in zip(operators, symbols, strict=True):
-        symbol.set_position((x, y))
-    return moved + symbols
-
-
 def draw(fig, state):
-    """Size ``fig`` for the state's shape; draw the weights heatmap and the shapes strip.
-
-    The figure keeps its width and takes the height :func:`figure_layout`
-    gives, so that a small matrix gets a small figure, not the corner of one
-    laid out for the largest.
-
-    Returns
-    -------
-    tuple of matplotlib.axes.Axes
-        ``(weights_axes, strip_axes)``.
-
-    Examples
-    --------
-    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
-    >>> heat, strip = draw(fig, update(T_q=3, T_k=5, mode="cross"))
-    >>> [t.get_text() for t in heat.get_xticklabels()]
-    ['the', 'black', 'cat', 'sleeps', 'on']
-    >>> bool(fig.get_size_inches()[1] == figure_layout(3, 5, "cross").height)
-    True
-    """
+    """The weights heatmap (left) and the shapes strip (right), the figure as tall as they need."""
     style = plots.figure_style(fig)
     spec = plots.STYLES[style]
-    layout = _layout_of(state, style)
-    # Fixed positions instead of a layout engine: no layout pass on any redraw.
-    fig.set_layout_engine("none")
-    fig.set_size_inches(layout.width, layout.height)
-    heat = fig.add_axes(_figure_box(layout, layout.heat))
-    heat.legacy_heatmap = plots.attention_heatmap(  # LEGACY: phase 2
+    T_q, T_k = state.weights.shape
+    fig.set_figheight(_figure_height(fig, state))
+    heat, strip = fig.subplots(1, 2)
+    heatmap = plots.attention_heatmap(
         state.weights,
         ax=heat,
         mask=state.mask,
@@ -608,52 +339,87 @@ def draw(fig, state):
         key_labels=state.key_tokens,
         annotate=True,
         colorbar=False,
-        style=style,
     )
-    heat.set_xlabel("")
+    title = heat.set_title(_heat_title(T_q, T_k), loc="left", **_bold(spec["title"]))
+    caption = heat.set_xlabel(_heat_caption(state.mode), loc="left")
     heat.set_ylabel("")
     heat.tick_params(pad=0.4 * spec["tick"])
     for token in heat.get_xticklabels():
         token.set(rotation=_KEY_LABEL_ANGLE, ha="right", rotation_mode="anchor")
-    T_q, T_k = state.weights.shape
-    left, title_top = layout.heat[0] / layout.width, 1 - layout.title_top / layout.height
-    fig.text(
-        left, title_top, _heat_title(T_q, T_k), va="top", fontsize=spec["title"], weight="bold"
-    )
-    fig.text(
-        left,
-        1 - layout.xlabel_top / layout.height,
-        _heat_caption(state.mode),
-        va="top",
-        fontsize=spec["label"],
-    )
-    strip = fig.add_axes(_figure_box(layout, layout.strip))
-    _draw_strip(strip, state, layout, spec)
-    return heat, strip
+    # The heatmap's panel is as wide as its cells, or as its title or caption (then blank
+    # on the right), so the strip keeps clear of them; the cells keep their shape.
+    cell = CELL_EMS[0] * spec["annotation"]  # points
+    texts = ((title, "bold"), (caption, "normal"))
+    panel = max(T_k * cell, *(_ink_width(t.get_text(), t.get_fontsize(), w) for t, w in texts))
+    heat.set_xlim(-0.5, panel / cell - 0.5)
+    heat.set_aspect(CELL_EMS[1] / CELL_EMS[0], anchor="NW")
+    rest = 72 * fig.get_figwidth() - panel - MARGIN_EMS * spec["tick"]
+    heat.get_gridspec().set_width_ratios([panel, rest])
 
-
-def refresh(fig, state):
-    """Move what :func:`draw` drew on ``fig`` to ``state`` (same layout); return the moved artists.
-
-    Examples
-    --------
-    >>> fig, _ = plots.new_figure(0, figsize=FIGSIZE, pyplot=False)
-    >>> heat, strip = draw(fig, update(T_q=3, mode="self"))
-    >>> moved = refresh(fig, update(T_q=3, d_v=7, mode="self", causal=True))
-    >>> [t.get_text() for t in plots.artist(strip, SIZE_GID, count=6)][-2:]
-    ['V 3×7', 'O 3×7']
-    """
-    heat, strip = fig.axes[:2]
-    layout = _layout_of(state, plots.figure_style(fig))
-    return [
-        *_legacy_update_heatmap(heat, state),
-        *_place_strip(strip, state, layout),
+    strip.axis("off")
+    strip.set_title(_STRIP_TITLE, loc="left", **_bold(spec["title"]))
+    blocks, grids, sizes = [], [], []
+    for name in (name for names in _LINES for name in names):
+        color = _BLOCK_COLORS[name]
+        # thin edges: a thick one would hide a 1 x 1 block's only square
+        block = Rectangle((0, 0), 1, 1, fc=color, ec=color, alpha=0.35, lw=spec["line"] / 2)
+        blocks.append(strip.add_patch(block))
+        grids.append(strip.add_collection(LineCollection([], colors="white", lw=spec["line"] / 2)))
+        sizes.append(strip.text(0, 0, "", va="bottom", **_bold(spec["label"])))
+    operators = [
+        strip.text(
+            0,
+            0,
+            symbol,
+            ha="center",
+            va="center",
+            color=OPERATOR_COLOR,
+            **_bold(OPERATOR_SCALE * spec["title"]),
+        )
+        for symbol in _OPERATORS
     ]
+    return heatmap, blocks, grids, sizes, operators
 
 
-def _legacy_update_heatmap(heat, state):  # LEGACY (issue 22, phase 2 removes it)
-    plots.update_attention_heatmap(heat.legacy_heatmap, state.weights, state.mask)
-    return [heat.legacy_heatmap.image, heat.legacy_heatmap.masked, *heat.legacy_heatmap.texts]
+def _bold(size):
+    return {"fontsize": size, "fontweight": "bold"}
+
+
+def refresh(scene, state):
+    """Move the heatmap to ``state``, and the strip's blocks, labels and operators to its widths."""
+    heatmap, blocks, grids, sizes, operators = scene
+    plots.update_attention_heatmap(heatmap, state.weights, state.mask)
+    strip = blocks[0].axes
+    # Units of one square, from the strip's top left corner (its size is the layout's).
+    fig = strip.figure
+    square = _square(fig)
+    width, height = strip.get_position().size * fig.get_size_inches() * 72 / square
+    strip.set_xlim(0, width)
+    strip.set_ylim(height, 0)
+    label, gap = (text.get_fontsize() / square for text in (sizes[0], operators[0]))
+    shown = state.shapes
+    shapes = {"Q": shown["Q"], "Kᵀ": shown["K"][::-1], "A": shown["weights"], "V": shown["V"]}
+    shapes["O"] = shown["output"]
+    # The second line starts below the tallest first line (d_k = MAX_WIDTH): it never moves.
+    tops = (1.7 * label, max(len(state.Q), MAX_WIDTH) + 4.4 * label)
+    parts = iter(zip(blocks, grids, sizes, strict=True))
+    symbols = iter(operators)
+    for names, top in zip(_LINES, tops, strict=True):
+        x = 0.0
+        for name in names:
+            rows, cols = shapes[name]
+            block, grid, size = next(parts)
+            block.set_bounds(x, top, cols, rows)
+            grid.set_segments(
+                [[(x + k, top), (x + k, top + rows)] for k in range(1, cols)]
+                + [[(x, top + k), (x + cols, top + k)] for k in range(1, rows)]
+            )
+            size.set_text(f"{name} {rows}×{cols}")
+            size.set_position((x, top - 0.3 * label))
+            x += max(cols, _ink_width(size.get_text(), size.get_fontsize(), "bold") / square)
+            if name != names[-1]:  # the operator, level with the first rows of the line
+                next(symbols).set_position((x + gap / 2, top + min(shapes[names[0]][0], 2) / 2))
+                x += gap
 
 
 _SOURCES = {
@@ -669,13 +435,7 @@ _SOURCES = {
 
 
 def table(state):
-    """Every array's shape and where it comes from, as a small HTML table.
-
-    Examples
-    --------
-    >>> "encoder tokens" in table(update(mode="cross"))
-    True
-    """
+    """Every array's shape and where it comes from, as a small HTML table."""
     kv_source = "decoder tokens (same as X_q)" if state.mode == "self" else "encoder tokens"
     sources = {**_SOURCES, "X_kv": kv_source, "K": "X_kv W_k", "V": "X_kv W_v"}
     rows = [
@@ -685,14 +445,7 @@ def table(state):
 
 
 def readout(values, state):
-    """Control values and the key facts: the weights' shape and the output width.
-
-    Examples
-    --------
-    >>> text = readout({}, update(3, 5, 4, 2, "cross"))
-    >>> text.split(": ")[1]
-    'weights 3×5, output 3×2 (width d_v = 2)'
-    """
+    """The mode and lengths, and the key facts: the weights' shape and the output width."""
     T_q, T_k = state.weights.shape
     d_k, d_v = state.Q.shape[-1], state.output_width
     if state.mode == "self":
@@ -815,22 +568,6 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
     return EXPLORER.explorer(controls, follow=follower.follow, style=style)
 
 
-#: Nominal figure sizes (inches): the widths set the type size; draw() gives the
-#: figure the height of the shape on show (figure_layout).
-FIGSIZE = (FIGURE_WIDTHS["default"], 4.0)
-BOARD_FIGSIZE = (FIGURE_WIDTHS["board"], 6.0)
-
-EXPLORER = ExplorerSpec(
-    name="self_cross",
-    title="self/cross",
-    factory=self_cross_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=FIGSIZE,
-    board_figsize=BOARD_FIGSIZE,
-    static_key=static_key,
-    legacy=True,  # issue 22: not yet on the scene contract
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="self/cross", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )

@@ -6,11 +6,11 @@ from layout_asserts import assert_texts_inside_and_apart, drawn_figure, smallest
 from matplotlib.colors import to_rgba
 
 from attention_lib import plots
-from attention_lib.widgets.online_softmax import (
+from attention_lib.widgets.online_softmax_steps import (
     EXPLORER,
     draw,
     example_row,
-    online_softmax_explorer,
+    online_softmax_steps_explorer,
     readout,
     table,
     update,
@@ -41,7 +41,7 @@ def test_bars_are_coloured_by_what_has_been_read():
 
 def test_table_lists_the_blocks_read_and_the_explorer_steps():
     assert table(update(3)).count("<tr>") == 4  # header + 3 blocks
-    explorer = online_softmax_explorer()
+    explorer = online_softmax_steps_explorer()
     assert explorer.set(block=4).block == 4
     explorer.close()
 

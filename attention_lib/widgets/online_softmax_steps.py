@@ -24,24 +24,11 @@ from ..attention import masked_softmax
 from ..online_softmax import OnlineSoftmaxTrace, online_softmax_trace
 from ._shell import ExplorerSpec, html_table
 
-__all__ = [
-    "EXPLORER",
-    "OnlineSoftmaxState",
-    "draw",
-    "example_row",
-    "online_softmax_explorer",
-    "readout",
-    "refresh",
-    "table",
-    "update",
-]
+__all__ = ["EXPLORER", "OnlineSoftmaxState", "online_softmax_steps_explorer", "update"]
 
 BLOCK_SIZE = 4
 FIGSIZE = (10.0, 3.6)
 BOARD_FIGSIZE = (16.0, 6.5)
-_BARS = "online_softmax.bars"
-_MAX_LINE = "online_softmax.running_max"
-_PARTIAL = "online_softmax.partial"
 
 
 def example_row():
@@ -54,7 +41,7 @@ def example_row():
 
     Examples
     --------
-    >>> from attention_lib.widgets.online_softmax import example_row
+    >>> from attention_lib.widgets.online_softmax_steps import example_row
     >>> scores, values = example_row()
     >>> int(np.argmax(scores)) // 4  # the largest score sits in the third block (index 2)
     2
@@ -95,7 +82,7 @@ def update(block=1, *, scores=None, values=None, block_size=BLOCK_SIZE):
 
     Examples
     --------
-    >>> from attention_lib.widgets.online_softmax import update
+    >>> from attention_lib.widgets.online_softmax_steps import update
     >>> state = update(4)
     >>> bool(np.isclose(state.trace.partial_output[-1, 0], state.dense_output, rtol=1e-12))
     True
@@ -145,106 +132,53 @@ def _titles(state):
 
 
 def draw(fig, state):
-    """Scores with the running max (left), partial outputs against the dense output (right).
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.online_softmax import draw, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> draw(fig, update(2))
-    >>> fig.axes[0].get_title().splitlines()[0]
-    'scores, block 2 of 4'
-    """
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
+    """Scores with the running max (left), partial outputs against the whole row's (right)."""
     left, right = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
     n_keys, n_blocks = len(state.scores), len(state.trace.block_starts)
-    positions = np.arange(n_keys)
+    thin = plots.STYLES[plots.figure_style(fig)]["line"] / 2
     for start in state.trace.block_starts[1:]:
-        left.axvline(start - 0.5, color=plots.COLORS["guide"], linewidth=spec["line"] / 2)
-    left.bar(positions, state.scores, width=0.8, color=_bar_colors(state), gid=_BARS)
-    left.plot(
+        left.axvline(start - 0.5, color=plots.COLORS["guide"], linewidth=thin)
+    bars = left.bar(np.arange(n_keys), state.scores, width=0.8, color=_bar_colors(state))
+    (max_line,) = left.plot(
         [-0.5, n_keys - 0.5],
         [state.trace.running_max[state.block - 1]] * 2,
         color=plots.COLORS["reference"],
         linestyle="--",
-        linewidth=spec["line"],
-        gid=_MAX_LINE,
     )
     low, high = min(state.scores.min(), 0.0), state.scores.max()
-    left.set_xlim(-1.0, n_keys)
-    left.set_ylim(low - 0.3, high + 0.3)
-    left.set_xlabel("key")
-    left.set_ylabel("score")
+    left.set(xlim=(-1.0, n_keys), ylim=(low - 0.3, high + 0.3), xlabel="key", ylabel="score")
 
     right.plot(
-        [0.6, n_blocks + 0.4],
-        [state.dense_output] * 2,
-        color=plots.COLORS["reference"],
-        linestyle=":",
-        linewidth=spec["line"],
+        [0.6, n_blocks + 0.4], [state.dense_output] * 2, color=plots.COLORS["reference"], ls=":"
     )
-    seen = np.arange(1, state.block + 1)
-    right.plot(
-        seen,
-        state.trace.partial_output[: state.block, 0],
-        color=plots.COLORS["output"],
-        marker="o",
-        linewidth=spec["line"],
-        markersize=spec["marker"],
-        gid=_PARTIAL,
-    )
+    (partial,) = right.plot([], [], color=plots.COLORS["output"], marker="o")
     outputs = np.append(state.trace.partial_output[:, 0], state.dense_output)
     pad = 0.15 * max(float(np.ptp(outputs)), 0.1)
-    right.set_xlim(0.5, n_blocks + 0.5)
-    right.set_ylim(outputs.min() - pad, outputs.max() + pad)
-    right.set_xticks(np.arange(1, n_blocks + 1))
-    right.set_xlabel("blocks read")
-    right.set_ylabel("output")
+    right.set(
+        xlim=(0.5, n_blocks + 0.5),
+        ylim=(outputs.min() - pad, outputs.max() + pad),
+        xticks=np.arange(1, n_blocks + 1),
+        xlabel="blocks read",
+        ylabel="output",
+    )
     for ax, title in zip((left, right), _titles(state), strict=True):
         ax.set_title(title)
-    for ax in (left, right):
-        ax.tick_params(labelsize=spec["tick"])
-        ax.xaxis.label.set_fontsize(spec["label"])
-        ax.yaxis.label.set_fontsize(spec["label"])
-        ax.title.set_fontsize(spec["title"])
-        ax.title.set_fontweight("bold")
+    return bars, max_line, left.title, partial, right.title
 
 
-def refresh(fig, state):
-    """Recolour the bars, move the running max and the partial outputs, retitle; return them.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.online_softmax import draw, refresh, update
-    >>> fig, _ = plots.new_figure(0, pyplot=False)
-    >>> draw(fig, update(1))
-    >>> moved = refresh(fig, update(3))
-    >>> len(fig.axes[1].lines[1].get_xdata())
-    3
-    """
-    left, right = fig.axes[:2]
-    bars = plots.artist(left, _BARS, count=len(state.scores))
+def refresh(scene, state):
+    """Recolour the bars, move the running max and the partial outputs, retitle."""
+    bars, max_line, left_title, partial, right_title = scene
     for bar, color in zip(bars, _bar_colors(state), strict=True):
         bar.set_facecolor(color)
-    max_line = plots.artist(left, _MAX_LINE)
     max_line.set_ydata([state.trace.running_max[state.block - 1]] * 2)
-    partial = plots.artist(right, _PARTIAL)
     partial.set_data(np.arange(1, state.block + 1), state.trace.partial_output[: state.block, 0])
-    for ax, title in zip((left, right), _titles(state), strict=True):
-        ax.title.set_text(title)
-    return [*bars, max_line, left.title, partial, right.title]
+    for title, text in zip((left_title, right_title), _titles(state), strict=True):
+        title.set_text(text)
 
 
 def table(state):
-    """One row per block read: its keys, its largest score, m, the rescale, l and the output.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.online_softmax import table, update
-    >>> table(update(2)).count("<tr>")
-    3
-    """
+    """One row per block read: its keys, its largest score, m, the rescale, l and the output."""
     trace = state.trace
     rows = []
     for i in range(state.block):
@@ -269,15 +203,7 @@ def table(state):
 
 
 def readout(values, state):
-    """One line: what the current block did to the running state.
-
-    Examples
-    --------
-    >>> from attention_lib.widgets.online_softmax import readout, update
-    >>> print(readout({"block": 3}, update(3)))  # doctest: +NORMALIZE_WHITESPACE
-    block 3: a larger score (3.00) arrived, so the sum and output kept so far were
-    multiplied by 0.22; output over keys 0-11: -1.071
-    """
+    """One line: what the current block did to the running state."""
     i = state.block - 1
     trace = state.trace
     last_key = min(trace.block_starts[i] + state.block_size, len(state.scores)) - 1
@@ -296,7 +222,7 @@ def readout(values, state):
     )
 
 
-def online_softmax_explorer(block=1, *, style=None):
+def online_softmax_steps_explorer(block=1, *, style=None):
     """The live step-through: a slider over the blocks of one row (main control).
 
     Parameters
@@ -312,8 +238,8 @@ def online_softmax_explorer(block=1, *, style=None):
 
     Examples
     --------
-    >>> from attention_lib.widgets.online_softmax import online_softmax_explorer
-    >>> explorer = online_softmax_explorer()
+    >>> from attention_lib.widgets.online_softmax_steps import online_softmax_steps_explorer
+    >>> explorer = online_softmax_steps_explorer()
     >>> explorer
     <online softmax explorer: run the notebook to interact>
     >>> round(float(explorer.set(block=4).trace.partial_output[-1, 0]), 3)
@@ -334,16 +260,6 @@ def online_softmax_explorer(block=1, *, style=None):
     return EXPLORER.explorer(controls, style=style)
 
 
-EXPLORER = ExplorerSpec(
-    name="online_softmax",
-    title="online softmax",
-    factory=online_softmax_explorer,
-    update=update,
-    draw=draw,
-    refresh=refresh,
-    table=table,
-    readout=readout,
-    figsize=FIGSIZE,
-    board_figsize=BOARD_FIGSIZE,
-    legacy=True,  # issue 22: not yet on the scene contract
+EXPLORER = ExplorerSpec.from_module(
+    __name__, title="online softmax", figsize=FIGSIZE, board_figsize=BOARD_FIGSIZE
 )
