@@ -1,4 +1,5 @@
 # Two commands for a fresh machine with Python 3.11+: `make lab` and `make test`.
+# Contributors' inner loop: `make test-fast`, everything but the browser tests.
 # VENV=/path uses an existing environment as it is (see the setup rule below).
 VENV ?= .venv
 PYTHON ?= python3
@@ -9,7 +10,7 @@ NOTEBOOKS := $(shell find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpo
 # Tests and kernels import attention_lib from this checkout, whatever the venv holds.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: lab board slides test execute exercises lock setup
+.PHONY: lab board slides test test-fast test-browser execute exercises lock setup
 
 setup: $(STAMP)
 
@@ -36,7 +37,7 @@ lab: setup
 	  $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_ROOT) --ServerApp.ip=127.0.0.1 \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Board mode (README, "Instructors"): Voila on 127.0.0.1 with the board template of
+# Board mode (docs/teaching.md): Voila on 127.0.0.1 with the board template of
 # share/jupyter/voila/templates/board, so no page asks a CDN for anything. NB= serves one
 # notebook, THEME=dark the dark theme (any page also takes ?theme=dark), PORT= another port.
 # ATTENTION_STYLE=board is read by the explorers and figures as their default style.
@@ -54,26 +55,43 @@ board: setup
 
 # A reveal.js slide deck of one notebook from its stored outputs (static figures), code
 # hidden, instructor notes left out: build/slides/NAME.slides.html. reveal.js, MathJax and
-# require.js come from CDNs (README, "Instructors").
+# require.js come from CDNs (docs/teaching.md, "Slides").
 slides: setup
 	@test -n "$(NB)" || { echo "usage: make slides NB=notebooks/NN_name.ipynb" >&2; exit 2; }
 	$(BIN)/jupyter nbconvert --to slides --no-input --no-prompt \
 	  --TagRemovePreprocessor.remove_cell_tags='["instructor-note"]' \
 	  --output-dir build/slides $(NB)
 
+# `make test` is `make test-fast` then `make test-browser`, what drives Chromium
+# (CONTRIBUTING.md): the browser tests, and the simulated class's smoke run (a hub, six students, one in Chromium; it
+# skips without `make hub-setup` unless ATTENTION_REQUIRE_HUB=1). pytest-xdist shares the
+# other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs them in this
+# process). The browser tests run alone, in one process: they share one JupyterLab, one
+# Voila and one Chromium per session, and they time the page.
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest
+CLASS_BENCHMARK := benchmarks/bench_class.py
+
+test: test-fast test-browser
+
+test-browser: setup
+	$(PYTEST) -m browser
+	$(BIN)/python $(CLASS_BENCHMARK) --smoke
+
 # pytest exits 5 when it collects nothing: accepted for the notebook step only when
-# there is no notebook at all (the series is still being written).
-test: setup
+# there is no notebook at all (the series is still being written). nbval runs whole
+# notebooks per worker (--dist loadfile): one notebook's cells share one kernel.
+test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(PYTEST) -m "not browser" -n $(WORKERS)
 ifeq ($(NOTEBOOKS),)
 	@echo "No notebooks yet: nbval step skipped."
 else
-	$(BIN)/python -m pytest --nbval notebooks/ --nbval-current-env \
+	$(PYTEST) --nbval notebooks/ --nbval-current-env -n $(WORKERS) --dist loadfile \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 endif
-	@for b in benchmarks/bench_*.py; do [ -e "$$b" ] || continue; \
+	@for b in $(filter-out $(CLASS_BENCHMARK),$(wildcard benchmarks/bench_*.py)); do \
 	  echo "$(BIN)/python $$b --smoke"; $(BIN)/python $$b --smoke || exit 1; done
 
 execute: setup

@@ -1,4 +1,9 @@
-"""Doctest namespace: every docstring example can use ``np`` and the public API."""
+"""Shared by every pytest run of this checkout.
+
+The doctest namespace (every docstring example can use ``np`` and the public API),
+and under ``pytest --nbval`` the check of every static figure's text size
+(``tests/nbval_figure_text.py``).
+"""
 
 import matplotlib
 
@@ -8,6 +13,8 @@ import numpy as np
 import pytest
 
 import attention_lib
+
+pytest_plugins = ["tests.nbval_figure_text"]
 
 
 @pytest.fixture(autouse=True)

@@ -2,13 +2,18 @@
 
 One idea per module:
 
-* :mod:`attention_lib.attention` - forward and backward pass (chapter 19.1, 19.3)
+* :mod:`attention_lib.attention` - forward and backward pass (chapter 19.1, 19.3), and
+  :func:`attention_path`, which picks the readable or the fast path for a block of code
 * :mod:`attention_lib.masks` - causal and padding masks (19.2)
 * :mod:`attention_lib.variance` - why divide by sqrt(d_k) (19.2)
 * :mod:`attention_lib.gradcheck` - finite-difference gradient checks
 * :mod:`attention_lib.exercises` - checkers for exercises 19.1-19.4 that name the mistake
 * :mod:`attention_lib.streaming` - the same attention in blocks with an online softmax,
-  without the T x T weights (FlashAttention's idea; the chapter's "In practice")
+  without the T x T weights (FlashAttention's idea; the chapter's "In practice"), and
+  one row's online softmax traced block by block
+* :mod:`attention_lib.tiny_layer`, :mod:`attention_lib.walkthrough` - a single attention
+  head trained with the library's backward pass (notebook 08), and the board
+  walkthrough's step-by-step numbers (notebook 06)
 * :mod:`attention_lib.plots` - every figure of the series, one style, a board style
 * :mod:`attention_lib.widgets` - the interactive explorers (one module each) and their shell
 * :mod:`attention_lib.pitfalls` - deliberately WRONG variants, each documented as wrong
@@ -26,6 +31,7 @@ from .attention import (
     AttentionCache,
     attention_backward,
     attention_forward,
+    attention_path,
     attention_scores,
     masked_softmax,
     softmax_backward,
@@ -56,7 +62,9 @@ from .masks import (
     validate_mask,
 )
 from .streaming import (
+    OnlineSoftmaxTrace,
     StreamingCache,
+    online_softmax_trace,
     streaming_attention_backward,
     streaming_attention_forward,
 )
@@ -85,10 +93,12 @@ __all__ = [
     "ExerciseReport",
     "Finding",
     "GradCheckReport",
+    "OnlineSoftmaxTrace",
     "SaturationStats",
     "StreamingCache",
     "attention_backward",
     "attention_forward",
+    "attention_path",
     "attention_scores",
     "causal_mask",
     "check_attention_gradients",
@@ -103,6 +113,7 @@ __all__ = [
     "gradient_check",
     "masked_softmax",
     "numerical_gradient",
+    "online_softmax_trace",
     "packed_causal_mask",
     "padding_mask",
     "random_scores",

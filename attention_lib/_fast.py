@@ -1,15 +1,14 @@
 """The fast path: the chapter's attention passes, tiled and run on every core.
 
-:func:`attention_lib.attention.attention_forward` and ``attention_backward``
-hand an input to this module only when its weights, all heads together, take
-at least ``attention._FAST_PATH_MIN_BYTES`` (4 MB, about one float32 head at
-T = 1024); no notebook or explorer comes near that, so every student-sized call
-runs the readable code in :mod:`attention_lib.attention`. Tests force either
-path by setting that constant to 0 or to a huge number.
+:func:`attention_lib.attention_forward` and ``attention_backward`` hand an
+input to this module when its weights, all heads together, take at least
+``attention.FAST_PATH_MIN_BYTES`` (4 MB, about one float32 head at T = 1024),
+or whenever :func:`attention_lib.attention_path` ``("fast")`` asks for it;
+``attention_path("readable")`` keeps every size out of here.
 
 The contract is the readable path's: the same checked arrays in, the same
-output, :class:`~attention_lib.attention.AttentionCache` and gradients out, equal
-to rounding (tests/test_paths.py). Three changes buy the speed without changing
+output, :class:`~attention_lib.AttentionCache` and gradients out, equal to
+rounding (tests/test_paths.py). Three changes buy the speed without changing
 the mathematics:
 
 * the big ``(T_q, T_k)`` arrays are updated in place instead of allocating a
@@ -27,9 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._contract import AttentionCache, output_shape_of, sum_to_shape, weights_shape_of
 from ._heads import for_each_part, row_tiles
-from ._validation import output_shape_of, weights_shape_of
-from .attention import AttentionCache, _sum_to_shape
 
 
 def _softmax_in_place(scores, mask):
@@ -117,7 +115,7 @@ def attention_forward(Q, K, V, mask, return_cache):
 def attention_backward(grad_output, cache):
     """``attention_backward`` on a checked ``grad_output`` in the cache's dtype."""
     Q, K, V, weights, scale, _, output = cache
-    # The gradients take the full broadcast batch shape first; _sum_to_shape folds them back.
+    # The gradients take the full broadcast batch shape first; sum_to_shape folds them back.
     batch = output.shape[:-2]
     grad_Q = np.empty(batch + Q.shape[-2:], output.dtype)
     grad_K = np.empty(batch + K.shape[-2:], output.dtype)
@@ -147,7 +145,7 @@ def attention_backward(grad_output, cache):
 
     for_each_part(backward_part, split_batch, _head_bytes(weights.shape, weights.itemsize))
     return (
-        _sum_to_shape(grad_Q, Q.shape),
-        _sum_to_shape(grad_K, K.shape),
-        _sum_to_shape(grad_V, V.shape),
+        sum_to_shape(grad_Q, Q.shape),
+        sum_to_shape(grad_K, K.shape),
+        sum_to_shape(grad_V, V.shape),
     )

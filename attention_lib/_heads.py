@@ -26,6 +26,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 # Below about 4 MB of work, splitting (and a thread pool) costs more than it saves:
 # callers run such inputs in one call instead (the dense path's readable code, the
@@ -42,10 +43,8 @@ _BLAS_LIMIT_LOCK = threading.Lock()
 
 @functools.cache
 def _blas_controller():
-    # Imported here: scanning the loaded libraries takes about a millisecond,
+    # Made on first use: scanning the loaded libraries takes about a millisecond,
     # paid once, and only by inputs large enough to be split.
-    from threadpoolctl import ThreadpoolController
-
     return ThreadpoolController()
 
 

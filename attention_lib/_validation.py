@@ -1,8 +1,10 @@
-"""Input checks shared by the public functions.
+"""Input checks shared by the public functions: the library's internal checks.
 
 Every public function calls these first, so a mistake is reported where the
 user made it, in words, instead of as a broadcasting traceback from deep inside
-NumPy or as a NaN that spreads silently.
+NumPy or as a NaN that spreads silently. The module is private, but its names
+are the library's shared checks: any module of the package (the exercise
+checkers included) may import them, and they keep their names and messages.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+
+from ._contract import AttentionCache, output_shape_of, weights_shape_of
 
 _SUPPORTED_FLOATS = (np.float32, np.float64)
 
@@ -154,24 +158,19 @@ def check_qkv(Q, K, V):
     return Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
 
 
-def weights_shape_of(Q, K):
-    """Shape ``(..., T_q, T_k)`` of the weights of queries ``Q`` against keys ``K``."""
-    return np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
+def check_attention_inputs(Q, K, V, mask):
+    """:func:`check_qkv`, and ``mask`` (or None) checked against the weights' shape."""
+    Q, K, V = check_qkv(Q, K, V)
+    if mask is not None:
+        mask = broadcast_mask(mask, weights_shape_of(Q, K))
+    return Q, K, V, mask
 
 
-def output_shape_of(Q, K, V):
-    """Shape ``(..., T_q, d_v)`` of the attention output (V may add batch axes)."""
-    return np.broadcast_shapes(weights_shape_of(Q, K)[:-2], V.shape[:-2]) + (
-        Q.shape[-2],
-        V.shape[-1],
-    )
-
-
-def check_grad_output(grad_output, cache, cache_type):
+def check_grad_output(grad_output, cache):
     """``grad_output`` in the dtype of the forward pass that made ``cache``, or a clear error.
 
-    ``cache`` must be a ``cache_type`` (the ``AttentionCache``) whose arrays still
-    belong together.
+    ``cache`` must be the :class:`AttentionCache` of ``attention_forward``, its
+    arrays still belonging together.
     """
     if isinstance(cache, np.ndarray):
         raise TypeError(
@@ -181,7 +180,7 @@ def check_grad_output(grad_output, cache, cache_type):
             "need. Keep both results, output, cache = attention_forward(Q, K, V, mask, "
             "return_cache=True), and pass cache."
         )
-    if not isinstance(cache, cache_type):
+    if not isinstance(cache, AttentionCache):
         raise TypeError(
             "cache must be the AttentionCache returned by "
             "attention_forward(Q, K, V, mask, return_cache=True); got "
@@ -196,10 +195,15 @@ def check_grad_output(grad_output, cache, cache_type):
             f"V {cache.V.shape} (expected weights {expected_weights} and output "
             f"{expected_output}); pass the cache exactly as attention_forward returned it."
         )
+    return check_grad_output_like(grad_output, cache.output)
+
+
+def check_grad_output_like(grad_output, output):
+    """``grad_output`` as a float array of ``output``'s shape and dtype, or a clear error."""
     grad_output = as_float_array(grad_output, "grad_output", layout="(..., T_q, d_v)")
-    if grad_output.shape != cache.output.shape:
+    if grad_output.shape != output.shape:
         raise ValueError(
-            f"grad_output must have the shape of the forward output {cache.output.shape}; "
+            f"grad_output must have the shape of the forward output {output.shape}; "
             f"got {grad_output.shape}."
         )
-    return grad_output.astype(cache.output.dtype, copy=False)
+    return grad_output.astype(output.dtype, copy=False)

@@ -22,59 +22,127 @@ key gets all-zero weights, a zero output and zero gradients, like PyTorch's
 ``scaled_dot_product_attention``.
 
 Two paths, one contract. Each public function checks its input at the door
-(:mod:`attention_lib._validation`) and then runs the plain code written right
-below it: ``_masked_softmax``, ``_readable_forward``, ``_softmax_backward`` and
-``_readable_backward`` are the chapter's listings, step for step. Every notebook
-and explorer runs this code. Only an input whose weights, all heads together,
-take at least ``_FAST_PATH_MIN_BYTES`` (4 MB: one float32 head at T = 1024) is
-handed to :mod:`attention_lib._fast`, which computes the same equations tiled
-and on every core, with the same results to rounding. That constant is the
-switch: tests set it to 0 or to a huge number to force one path, and the speed
-benchmark calls ``_readable_forward`` and ``_readable_backward`` directly as
-its baseline.
+(:mod:`attention_lib._validation`), and then its body is the chapter's listing,
+step for step. Every notebook and explorer runs that code. An input whose
+weights, all heads together, take at least :data:`FAST_PATH_MIN_BYTES` (4 MB:
+one float32 head at T = 1024) is handed, on the line after the check, to
+:mod:`attention_lib._fast`, which computes the same equations tiled and on
+every core, with the same results to rounding. :func:`attention_path` forces
+one path for the calls inside a ``with`` block, whatever their size.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from typing import NamedTuple
 
 import numpy as np
 
+from . import _fast
+from ._contract import AttentionCache, sum_to_shape, weights_shape_of
 from ._validation import (
     as_float_array,
     broadcast_mask,
+    check_attention_inputs,
     check_grad_output,
     check_qkv,
-    weights_shape_of,
 )
 
-# Weights of this many bytes or more (all heads together) go to the fast path.
-_FAST_PATH_MIN_BYTES = 1 << 22
+__all__ = [
+    "FAST_PATH_MIN_BYTES",
+    "AttentionCache",
+    "attention_backward",
+    "attention_forward",
+    "attention_path",
+    "attention_scores",
+    "masked_softmax",
+    "softmax_backward",
+]
+
+#: Weights of this many bytes or more (all heads together) go to the fast path.
+FAST_PATH_MIN_BYTES = 1 << 22
+_PATHS = ("auto", "readable", "fast")
+_chosen_path = contextvars.ContextVar("attention_path", default="auto")
 
 
-def _runs_fast(weights_shape, dtype):
-    return math.prod(weights_shape) * np.dtype(dtype).itemsize >= _FAST_PATH_MIN_BYTES
+@contextlib.contextmanager
+def attention_path(path):
+    """Run :func:`attention_forward` and :func:`attention_backward` on one path in a block.
 
+    Parameters
+    ----------
+    path : {"readable", "fast", "auto"}
+        ``"readable"``: the chapter's code, the body of each function, at every
+        size. ``"fast"``: the tiled, multithreaded pass of
+        :mod:`attention_lib._fast`, even for one small head. ``"auto"``, the
+        default outside any block: the fast path for weights of at least
+        :data:`FAST_PATH_MIN_BYTES` (4 MB, all heads together), the readable
+        code below that.
 
-class AttentionCache(NamedTuple):
-    """What :func:`attention_backward` needs from the forward pass.
+    Notes
+    -----
+    Both paths give the same numbers to rounding (tests/test_paths.py); what
+    differs is time and memory. The choice holds for the calls made inside the
+    ``with`` block by this thread (a :mod:`contextvars` variable, so a block in
+    one thread or asyncio task leaves the others alone) and is undone on leaving
+    it, also on an exception; blocks nest.
 
-    It unpacks like the chapter's tuple ``(Q, K, V, weights, scale, mask)``
-    plus the ``output``, which the fast path reuses for the row term.
+    Returns
+    -------
+    context manager
+        Enter it with ``with``; the previous choice is back when the block ends.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.normal(size=(3, 2, 64, 8))  # 64 KB of weights: "auto" reads them readably
+    >>> with attention_path("fast"):
+    ...     fast = attention_forward(Q, K, V)
+    >>> with attention_path("readable"):
+    ...     readable = attention_forward(Q, K, V)
+    >>> np.allclose(fast, readable, rtol=1e-12, atol=1e-12)
+    True
+    >>> with attention_path("slow"):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    ValueError: path must be one of 'auto', 'readable', 'fast'; got 'slow'.
     """
+    if not isinstance(path, str) or path not in _PATHS:
+        choices = ", ".join(repr(name) for name in _PATHS)
+        raise ValueError(f"path must be one of {choices}; got {path!r}.")
+    token = _chosen_path.set(path)
+    try:
+        yield
+    finally:
+        _chosen_path.reset(token)
 
-    Q: np.ndarray
-    K: np.ndarray
-    V: np.ndarray
-    weights: np.ndarray
-    scale: float
-    mask: np.ndarray | None
-    output: np.ndarray
+
+def _runs_fast(Q, K):
+    """Whether the attention of checked ``Q`` and ``K`` goes to the fast path."""
+    path = _chosen_path.get()
+    if path == "auto":
+        weights_bytes = math.prod(weights_shape_of(Q, K)) * Q.dtype.itemsize
+        return weights_bytes >= FAST_PATH_MIN_BYTES
+    return path == "fast"
 
 
 def attention_scores(Q, K, *, scaled=True):
     """Scores ``Q K^T / sqrt(d_k)`` (or ``Q K^T`` with ``scaled=False``).
+
+    Parameters
+    ----------
+    Q : array_like, shape (..., T_q, d_k)
+    K : array_like, shape (..., T_k, d_k)
+        Queries and keys; the leading axes broadcast.
+    scaled : bool, default True
+        Divide by ``sqrt(d_k)`` (eq. 19.1); False gives the raw dot products.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., T_q, T_k)
+        One score per query and key, in the inputs' dtype.
 
     Examples
     --------
@@ -126,12 +194,6 @@ def masked_softmax(scores, mask=None):
         )
     if mask is not None:
         mask = broadcast_mask(mask, scores.shape)
-    return _masked_softmax(scores, mask)
-
-
-def _masked_softmax(scores, mask=None):
-    """:func:`masked_softmax` on checked input (the forward pass calls it directly)."""
-    if mask is not None:
         # -inf, not a large negative number: exp(-inf) is exactly 0, so a
         # blocked key never receives weight, whatever the other scores are.
         scores = np.where(mask, scores, -np.inf)
@@ -170,11 +232,12 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
 
     Notes
     -----
-    The computation is ``_readable_forward``, right below. Inputs with 4 MB of
-    weights or more run in :mod:`attention_lib._fast` instead: head by head on
-    as many threads as NumPy's BLAS may use (``threadpoolctl.threadpool_limits(1)``
-    or ``OPENBLAS_NUM_THREADS=1`` keeps them on one core), and without
-    ``return_cache`` never holding the full ``(T_q, T_k)`` weights at once.
+    The body is listing 19.1. Inputs with 4 MB of weights or more run in
+    :mod:`attention_lib._fast` instead (see :func:`attention_path`): head by
+    head on as many threads as NumPy's BLAS may use
+    (``threadpoolctl.threadpool_limits(1)`` or ``OPENBLAS_NUM_THREADS=1`` keeps
+    them on one core), and without ``return_cache`` never holding the full
+    ``(T_q, T_k)`` weights at once.
 
     Examples
     --------
@@ -187,22 +250,12 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     >>> np.round(out, 2)
     array([[13.3]])
     """
-    Q, K, V = check_qkv(Q, K, V)
-    weights_shape = weights_shape_of(Q, K)
-    if mask is not None:
-        mask = broadcast_mask(mask, weights_shape)
-    if _runs_fast(weights_shape, Q.dtype):
-        from . import _fast  # imported on first use: it builds on this module
-
+    Q, K, V, mask = check_attention_inputs(Q, K, V, mask)
+    if _runs_fast(Q, K):  # 4 MB of weights or more: the same equations, tiled, on every core
         return _fast.attention_forward(Q, K, V, mask, return_cache)
-    return _readable_forward(Q, K, V, mask, return_cache)
-
-
-def _readable_forward(Q, K, V, mask=None, return_cache=False):
-    """Listing 19.1 on checked input (the benchmark's baseline calls it directly)."""
     scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32
     scores = (Q @ np.swapaxes(K, -1, -2)) * scale
-    weights = _masked_softmax(scores, mask)
+    weights = masked_softmax(scores, mask)
     output = weights @ V
     if not return_cache:
         return output
@@ -214,6 +267,19 @@ def softmax_backward(weights, grad_weights):
 
     ``grad_scores = A * (grad_A - rowsum(grad_A * A))``. Entries with zero
     weight (masked keys) get exactly zero gradient.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+        The softmax's output ``A``, row by row.
+    grad_weights : array_like, same shape as ``weights``
+        The loss's gradient with respect to those weights, ``grad_A``.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``weights``
+        ``grad_scores``; each row sums to zero (up to rounding), because adding a
+        constant to a row of scores does not change its softmax.
 
     Examples
     --------
@@ -228,15 +294,6 @@ def softmax_backward(weights, grad_weights):
             f"weights and grad_weights must have the same shape; got {weights.shape} "
             f"and {grad_weights.shape}."
         )
-    return _softmax_backward(weights, grad_weights)
-
-
-def _softmax_backward(weights, grad_weights):
-    """:func:`softmax_backward` on checked input (the backward pass calls it directly).
-
-    The chapter's listing also zeroes ``grad_scores`` where the mask blocks; no
-    step does it here because a blocked key's weight, the first factor, is 0.
-    """
     row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
     return weights * (grad_weights - row_dot)
 
@@ -260,8 +317,9 @@ def attention_backward(grad_output, cache):
 
     Notes
     -----
-    The computation is ``_readable_backward``, right below; inputs with 4 MB
-    of weights or more run in :mod:`attention_lib._fast`, like the forward pass.
+    The body is listing 19.4, each step undoing one forward step, last first.
+    Inputs with 4 MB of weights or more run in :mod:`attention_lib._fast`, like
+    the forward pass (see :func:`attention_path`).
 
     Examples
     --------
@@ -272,38 +330,24 @@ def attention_backward(grad_output, cache):
     >>> grad_V.sum(axis=0)  # each output row spreads weight 1 over the values
     array([4., 4.])
     """
-    grad_output = check_grad_output(grad_output, cache, AttentionCache)
-    if _runs_fast(cache.weights.shape, cache.weights.dtype):
-        from . import _fast  # imported on first use: it builds on this module
-
+    grad_output = check_grad_output(grad_output, cache)
+    if _runs_fast(cache.Q, cache.K):  # as in the forward pass
         return _fast.attention_backward(grad_output, cache)
-    return _readable_backward(grad_output, cache)
-
-
-def _readable_backward(grad_output, cache, softmax_step=_softmax_backward):
-    """Listing 19.4 on checked input: each step undoes one forward step, last first.
-
-    ``softmax_step`` is eq. 19.4; :mod:`attention_lib.pitfalls` passes a wrong one.
-    """
     Q, K, V, weights, scale, _, _ = cache
     # output = weights @ V (eq. 19.3)
     grad_V = np.swapaxes(weights, -1, -2) @ grad_output
     grad_weights = grad_output @ np.swapaxes(V, -1, -2)
-    # weights = softmax(scores), row by row (eq. 19.4)
-    grad_scores = softmax_step(weights, grad_weights)
+    # weights = softmax(scores), row by row (eq. 19.4). The chapter's listing also
+    # zeroes grad_scores where the mask blocks; a blocked weight is exactly 0, and
+    # it is the first factor here, so that step would change nothing.
+    row_dot = np.sum(grad_weights * weights, axis=-1, keepdims=True)
+    grad_scores = weights * (grad_weights - row_dot)
     # scores = (Q @ K^T) * scale (eq. 19.5)
     grad_Q = (grad_scores @ K) * scale
     grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
+    # An input that broadcasting stretched gets the sum of its uses' gradients.
     return (
-        _sum_to_shape(grad_Q, Q.shape),
-        _sum_to_shape(grad_K, K.shape),
-        _sum_to_shape(grad_V, V.shape),
+        sum_to_shape(grad_Q, Q.shape),
+        sum_to_shape(grad_K, K.shape),
+        sum_to_shape(grad_V, V.shape),
     )
-
-
-def _sum_to_shape(grad, shape):
-    """Undo broadcasting: an input used several times gets the sum of the gradients of its uses."""
-    extra = grad.ndim - len(shape)
-    grad = grad.sum(axis=tuple(range(extra))) if extra else grad
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=stretched, keepdims=True) if stretched else grad

@@ -21,12 +21,23 @@ from typing import NamedTuple
 import numpy as np
 
 from ._validation import as_float_array
+from .attention import attention_backward, attention_forward
 
 _TINY = np.finfo(np.float64).tiny
 
 
 def relative_error(analytic, numeric):
     """Norm-wise relative error ``||a - n|| / max(||a|| + ||n||, tiny)``.
+
+    Parameters
+    ----------
+    analytic, numeric : array_like
+        Two gradients of the same shape.
+
+    Returns
+    -------
+    float
+        Between 0 (equal) and 1 (opposite directions); 0 for two zero arrays.
 
     Examples
     --------
@@ -65,6 +76,22 @@ def numerical_gradient(loss: Callable[..., float], inputs, name, eps=1e-6):
 
     Each entry is perturbed by ``+eps`` and ``-eps`` in float64:
     ``(loss(x + eps) - loss(x - eps)) / (2 eps)``.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(**inputs)`` returns a scalar.
+    inputs : mapping of str to array_like
+        The point at which to differentiate; copied to float64.
+    name : str
+        The input to differentiate with respect to.
+    eps : float, default 1e-6
+        The finite-difference step.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64, the shape of ``inputs[name]``.
 
     Examples
     --------
@@ -172,15 +199,7 @@ def gradient_check(loss, inputs, analytic, *, eps=1e-6, tolerance=1e-6):
 
 
 def _default_forward(Q, K, V, mask=None):
-    from .attention import attention_forward
-
     return attention_forward(Q, K, V, mask, return_cache=True)
-
-
-def _default_backward(grad_output, cache):
-    from .attention import attention_backward
-
-    return attention_backward(grad_output, cache)
 
 
 def check_attention_gradients(
@@ -193,6 +212,27 @@ def check_attention_gradients(
     ``forward(Q, K, V, mask) -> (output, cache)`` and
     ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)`` to check yours.
 
+    Parameters
+    ----------
+    Q, K, V : array_like
+        The point at which to check, as for ``attention_forward``; copied to float64.
+    mask : array_like of bool, optional
+        Passed to ``forward``.
+    forward : callable, optional
+        ``forward(Q, K, V, mask) -> (output, cache)``; the library's by default.
+    backward : callable, optional
+        ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)``; the library's
+        by default.
+    seed : int, default 0
+        Seed of the upstream gradient ``G``.
+    eps, tolerance : float, default 1e-6
+        As for :func:`gradient_check`.
+
+    Returns
+    -------
+    GradCheckReport
+        The relative error of each of ``grad_Q``, ``grad_K``, ``grad_V``.
+
     Examples
     --------
     >>> rng = np.random.default_rng(1)
@@ -201,7 +241,7 @@ def check_attention_gradients(
     True
     """
     forward = forward or _default_forward
-    backward = backward or _default_backward
+    backward = backward or attention_backward
     inputs = _as_float64_inputs({"Q": Q, "K": K, "V": V})
     output, cache = forward(inputs["Q"], inputs["K"], inputs["V"], mask)
     upstream = np.random.default_rng(seed).standard_normal(np.shape(output))

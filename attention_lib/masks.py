@@ -93,6 +93,16 @@ def packed_causal_mask(lengths):
 def document_ids(lengths):
     """Which document each position of a packed row belongs to: ``[0, 0, 1, 1, 1]`` for ``[2, 3]``.
 
+    Parameters
+    ----------
+    lengths : array_like of int, shape (n_documents,)
+        The length of each packed document, each at least 1.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (sum(lengths),)
+        The document number of each position, from 0.
+
     Examples
     --------
     >>> document_ids([2, 3])
@@ -184,6 +194,16 @@ def combine_masks(*masks):
     ``None`` entries (no mask) are skipped; with no mask at all the result is
     ``None``. The masks must broadcast together.
 
+    Parameters
+    ----------
+    *masks : array_like of bool or None
+        True = may read; ``None`` stands for no mask.
+
+    Returns
+    -------
+    numpy.ndarray of bool or None
+        The broadcast logical-and of the masks given, or ``None`` when none was.
+
     Examples
     --------
     >>> causal = causal_mask(3)
@@ -214,6 +234,19 @@ def validate_mask(mask, weights_shape):
 
     The mask must be boolean and broadcast to ``weights_shape`` *without
     enlarging it* (a mask that adds axes is almost always a batch/head mix-up).
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        True = may read.
+    weights_shape : tuple of int
+        The shape ``(..., T_q, T_k)`` of the weights the mask acts on.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        ``mask`` itself, checked; it raises a ``TypeError`` or ``ValueError`` that
+        says what is wrong otherwise.
 
     Examples
     --------

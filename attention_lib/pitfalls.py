@@ -6,14 +6,14 @@ the exercise checkers use them to recognise a student's bug. None of them is
 exported from :mod:`attention_lib` itself, so nobody imports a wrong function
 by accident: you must write ``from attention_lib import pitfalls``.
 
-Each one calls the library's readable code (:mod:`attention_lib.attention`)
-and changes one step, on a line marked WRONG; the right steps around it are
-called, not copied. Two mistakes are a formula of their own and are written
-out in a line or two: the softmax without its max subtraction and the upper
-triangle as a causal mask. The softmax pitfalls skip the library's input
-checks on purpose (``large_negative_fill`` must accept float16 to show how it
-breaks), and none of them silences NumPy's floating-point warnings: the
-warnings are part of what goes wrong.
+Each one changes one step of the library's readable code
+(:mod:`attention_lib.attention`), on a line marked WRONG. Where the right steps
+around it are a public function, it is called, not copied; the softmax
+pitfalls and the backward pass with a sign error write out the few lines they
+change, as the student whose mistake they are would. The softmax pitfalls skip
+the library's input checks on purpose (``large_negative_fill`` must accept
+float16 to show how it breaks), and none of them silences NumPy's
+floating-point warnings: the warnings are part of what goes wrong.
 
 ========================================  ==========================================
 wrong                                     right
@@ -34,14 +34,9 @@ import math
 
 import numpy as np
 
+from ._contract import sum_to_shape
 from ._validation import check_grad_output
-from .attention import (
-    AttentionCache,
-    _masked_softmax,
-    _readable_backward,
-    attention_scores,
-    masked_softmax,
-)
+from .attention import attention_scores, masked_softmax
 
 __all__ = [
     "attention_backward_with_sign_error",
@@ -138,10 +133,12 @@ def large_negative_fill(scores, mask, fill=-1e9):
            [nan, nan]], dtype=float16)
     """
     scores = _as_float(scores)
-    # WRONG: a finite fill where masked_softmax writes -inf, and then the softmax is
-    # told of no mask, so it takes none of its care for rows with every key blocked.
+    # WRONG: a finite fill where masked_softmax writes -inf. The softmax after it is
+    # masked_softmax's without a mask: it knows of no blocked key, so it takes none
+    # of masked_softmax's care for rows with every key blocked.
     filled = np.where(np.asarray(mask, dtype=bool), scores, np.asarray(fill, dtype=scores.dtype))
-    return _masked_softmax(filled)
+    exp = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def softmax_without_max_subtraction(scores, mask=None):
@@ -277,6 +274,16 @@ def softmax_backward_sign_error(weights, grad_weights):
 
     Right call: ``softmax_backward(weights, grad_weights)``.
 
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+    grad_weights : array_like, same shape as ``weights``
+
+    Returns
+    -------
+    numpy.ndarray
+        Wrong score gradients: their rows do not sum to zero.
+
     Examples
     --------
     >>> from attention_lib import pitfalls
@@ -324,6 +331,15 @@ def attention_backward_with_sign_error(grad_output, cache):
     >>> report.passed, report.errors["V"] < 1e-6, report.errors["Q"] > 1e-2
     (False, True, True)
     """
-    grad_output = check_grad_output(grad_output, cache, AttentionCache)
-    # WRONG: the right backward pass, with its softmax step (eq. 19.4) swapped out.
-    return _readable_backward(grad_output, cache, softmax_step=softmax_backward_sign_error)
+    grad_output = check_grad_output(grad_output, cache)
+    Q, K, V, weights, scale, _, _ = cache
+    grad_V = np.swapaxes(weights, -1, -2) @ grad_output  # right: attention_backward's steps...
+    grad_weights = grad_output @ np.swapaxes(V, -1, -2)
+    grad_scores = softmax_backward_sign_error(weights, grad_weights)  # WRONG: eq. 19.4's sign
+    grad_Q = (grad_scores @ K) * scale  # ...and right again from here on
+    grad_K = (np.swapaxes(grad_scores, -1, -2) @ Q) * scale
+    return (
+        sum_to_shape(grad_Q, Q.shape),
+        sum_to_shape(grad_K, K.shape),
+        sum_to_shape(grad_V, V.shape),
+    )

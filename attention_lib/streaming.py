@@ -23,6 +23,12 @@ finished without the rest of its row.
 Blocks that no query may read are never computed: blocks entirely in the
 future under ``causal=True``, blocks between two packed documents under
 ``document_lengths=``, and blocks an explicit mask blocks completely.
+
+One row, traced. :func:`online_softmax_trace` runs the forward pass's
+bookkeeping for a single row of scores and records it after each block of
+keys (``m``, ``l``, the factor ``exp(m_old - m_new)`` and the partial output
+``acc / l``), so that a notebook can show each step; after the last block it
+equals the ordinary softmax over the whole row.
 """
 
 from __future__ import annotations
@@ -33,9 +39,14 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _heads
+from ._contract import sum_to_shape
 from ._heads import blas_threads, for_each_part
-from ._validation import as_float_array, broadcast_mask, check_qkv, require_whole_number
-from .attention import _sum_to_shape
+from ._validation import (
+    as_float_array,
+    check_attention_inputs,
+    check_grad_output_like,
+    require_whole_number,
+)
 from .masks import document_ids
 
 # 256 query rows x 256 keys of float32 is 256 KB: a block of scores and one of
@@ -66,7 +77,7 @@ class StreamingCache(NamedTuple):
 # ---------------------------------------------------------------- which blocks to visit
 
 
-class _Readable(NamedTuple):
+class _Access(NamedTuple):
     """Who may read what, besides an explicit mask: the causal flag and each position's document."""
 
     causal: bool
@@ -238,7 +249,7 @@ def streaming_attention_forward(
     -----
     Heads run on every core (threads, one BLAS thread each); a single head is
     cut into interleaved stripes of query blocks so that it uses every core too.
-    A query row with no readable key gets a zero output, as in the dense pass.
+    A query row that may read no key gets a zero output, as in the dense pass.
 
     Examples
     --------
@@ -251,11 +262,8 @@ def streaming_attention_forward(
     >>> cache.log_sum_exp.shape  # one number per query row, not a 10 x 10 block
     (2, 10)
     """
-    Q, K, V = check_qkv(Q, K, V)
+    Q, K, V, mask = check_attention_inputs(Q, K, V, mask)
     n_queries, n_keys = Q.shape[-2], K.shape[-2]
-    weights_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (n_queries, n_keys)
-    if mask is not None:
-        mask = broadcast_mask(mask, weights_shape)
     causal = _check_flag(causal, "causal")
     return_cache = _check_flag(return_cache, "return_cache")
     block_size = require_whole_number(block_size, "block_size")
@@ -268,7 +276,7 @@ def streaming_attention_forward(
     scale = dtype.type(1.0 / np.sqrt(Q.shape[-1]))
     Qb, Kb, Vb = (np.broadcast_to(a, batch + a.shape[-2:]) for a in (Q, K, V))
     full_mask = None if mask is None else np.broadcast_to(mask, batch + (n_queries, n_keys))
-    readable = _Readable(causal, document)
+    access = _Access(causal, document)
     output = np.empty(batch + (n_queries, V.shape[-1]), dtype)
     log_sum_exp = np.empty(batch + (n_queries,), dtype)
 
@@ -289,7 +297,7 @@ def streaming_attention_forward(
             row_sum = np.zeros_like(row_max)
             acc = np.zeros(head_shape + (rows.stop - rows.start, V.shape[-1]), dtype)
             for cols in key_blocks:
-                visit, block_mask = readable.block(rows, cols, part_mask)
+                visit, block_mask = access.block(rows, cols, part_mask)
                 if not visit:
                     continue
                 block = scores[..., : rows.stop - rows.start, : cols.stop - cols.start]
@@ -298,9 +306,9 @@ def streaming_attention_forward(
                     np.copyto(block, -np.inf, where=~block_mask)
                 new_max = shift = np.maximum(row_max, block.max(axis=-1))
                 if block_mask is not None:
-                    # A row with nothing readable yet keeps max -inf: shift it by 0, so
+                    # A row that may read nothing yet keeps max -inf: shift it by 0, so
                     # that exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN. (Without a
-                    # mask every row of the block is readable, so every max is finite.)
+                    # mask every row of the block may read all of it, so every max is finite.)
                     shift = np.where(np.isneginf(new_max), 0, new_max)
                 block -= shift[..., None]
                 np.exp(block, out=block)
@@ -312,11 +320,11 @@ def streaming_attention_forward(
                 acc *= rescale[..., None]
                 acc += block @ part_V[..., cols, :]
                 row_max = new_max
-            readable_rows = row_sum > 0  # False only for rows that may read no key
-            np.divide(acc, row_sum[..., None], out=acc, where=readable_rows[..., None])
+            reads_any = row_sum > 0  # False only for rows that may read no key
+            np.divide(acc, row_sum[..., None], out=acc, where=reads_any[..., None])
             output[heads][..., rows, :] = acc
-            lse = np.log(row_sum, out=np.full_like(row_sum, -np.inf), where=readable_rows)
-            log_sum_exp[heads][..., rows] = lse + np.where(readable_rows, row_max, 0)
+            lse = np.log(row_sum, out=np.full_like(row_sum, -np.inf), where=reads_any)
+            log_sum_exp[heads][..., rows] = lse + np.where(reads_any, row_max, 0)
 
     head_bytes = n_queries * n_keys * dtype.itemsize
     n_blocks = math.ceil(n_queries / block_size)
@@ -371,7 +379,7 @@ def streaming_attention_backward(grad_output, cache):
     -------
     grad_Q, grad_K, grad_V : numpy.ndarray
         Same shapes as ``Q``, ``K`` and ``V`` (summed over any axes that
-        broadcasting stretched). Unreadable keys and rows that may read no key
+        broadcasting stretched). Keys nobody may read and rows that may read no key
         contribute exactly zero.
 
     Notes
@@ -396,14 +404,8 @@ def streaming_attention_backward(grad_output, cache):
     array([9., 9., 9., 9.])
     """
     _check_cache(cache)
-    grad_output = as_float_array(grad_output, "grad_output", layout="(..., T_q, d_v)")
     output = cache.output
-    if grad_output.shape != output.shape:
-        raise ValueError(
-            f"grad_output must have the shape of the forward output {output.shape}; "
-            f"got {grad_output.shape}."
-        )
-    grad_output = grad_output.astype(output.dtype, copy=False)
+    grad_output = check_grad_output_like(grad_output, output)
     Q, K, V, block_size = cache.Q, cache.K, cache.V, cache.block_size
     dtype = output.dtype
     scale = dtype.type(cache.scale)
@@ -414,8 +416,8 @@ def streaming_attention_backward(grad_output, cache):
         None if cache.mask is None else np.broadcast_to(cache.mask, batch + (n_queries, n_keys))
     )
     document = None if cache.document_lengths is None else document_ids(cache.document_lengths)
-    readable = _Readable(cache.causal, document)
-    # Gradients over the full broadcast batch first; _sum_to_shape folds them back.
+    access = _Access(cache.causal, document)
+    # Gradients over the full broadcast batch first; sum_to_shape folds them back.
     grad_Q = np.zeros(batch + Q.shape[-2:], dtype)
     grad_K = np.zeros(batch + K.shape[-2:], dtype)
     grad_V = np.zeros(batch + V.shape[-2:], dtype)
@@ -453,7 +455,7 @@ def streaming_attention_backward(grad_output, cache):
             key_grad = grad_K[heads][..., cols, :]
             value_grad = grad_V[heads][..., cols, :]
             for rows in query_blocks:
-                visit, block_mask = readable.block(rows, cols, part_mask)
+                visit, block_mask = access.block(rows, cols, part_mask)
                 if not visit:
                     continue
                 shape = (rows.stop - rows.start, cols.stop - cols.start)
@@ -480,7 +482,86 @@ def streaming_attention_backward(grad_output, cache):
     for (heads, _stripe), share in sorted(grad_Q_shares.items(), key=lambda item: item[0][1]):
         grad_Q[heads] += share
     return (
-        _sum_to_shape(grad_Q, Q.shape),
-        _sum_to_shape(grad_K, K.shape),
-        _sum_to_shape(grad_V, V.shape),
+        sum_to_shape(grad_Q, Q.shape),
+        sum_to_shape(grad_K, K.shape),
+        sum_to_shape(grad_V, V.shape),
+    )
+
+
+# ---------------------------------------------------------------- one row, traced
+
+
+class OnlineSoftmaxTrace(NamedTuple):
+    """The running state of one row's online softmax after each block of keys."""
+
+    block_starts: np.ndarray  # (n_blocks,) first key index of each block
+    running_max: np.ndarray  # (n_blocks,) m after the block
+    running_sum: np.ndarray  # (n_blocks,) l after the block, relative to that m
+    rescale: np.ndarray  # (n_blocks,) exp(m_old - m_new) applied to l and acc; 1 if m kept
+    partial_output: np.ndarray  # (n_blocks, d_v) acc / l: the output over the keys seen
+
+
+def online_softmax_trace(scores_row, values, block_size):
+    """Trace one row's online softmax over blocks of ``block_size`` keys.
+
+    Parameters
+    ----------
+    scores_row : array_like, shape (T_k,)
+        Finite scores of one query against every key.
+    values : array_like, shape (T_k, d_v)
+        The values the weights blend.
+    block_size : int
+        Keys per block (>= 1); the last block may be shorter.
+
+    Returns
+    -------
+    OnlineSoftmaxTrace
+        One entry per block. ``partial_output[-1]`` equals
+        ``softmax(scores_row) @ values`` up to rounding.
+
+    Examples
+    --------
+    >>> trace = online_softmax_trace([0.0, 1.0, 3.0, 2.0], np.eye(4), block_size=2)
+    >>> trace.running_max
+    array([1., 3.])
+    >>> np.round(trace.rescale, 4)  # the second block's 3.0 shrinks the first block's sum
+    array([1.    , 0.1353])
+    >>> np.round(trace.partial_output[-1], 4)
+    array([0.0321, 0.0871, 0.6439, 0.2369])
+    """
+    scores_row = as_float_array(scores_row, "scores_row", min_ndim=1, layout="(T_k,)")
+    values = as_float_array(values, "values", min_ndim=2, layout="(T_k, d_v)")
+    block_size = require_whole_number(block_size, "block_size")
+    if scores_row.ndim != 1 or scores_row.shape[0] == 0:
+        raise ValueError(
+            f"scores_row must be one non-empty row of scores, shape (T_k,); got shape "
+            f"{scores_row.shape}."
+        )
+    if values.ndim != 2 or values.shape[0] != scores_row.shape[0]:
+        raise ValueError(
+            f"values must have shape (T_k, d_v) with T_k = {scores_row.shape[0]} (one value "
+            f"per score); got shape {values.shape}."
+        )
+    starts = np.arange(0, scores_row.shape[0], block_size)
+    running_max, running_sum, rescale, partial = [], [], [], []
+    m, total, acc = -np.inf, 0.0, np.zeros(values.shape[1], dtype=values.dtype)
+    for start in starts:
+        block = scores_row[start : start + block_size]
+        m_new = max(m, float(block.max()))
+        # exp(-inf) = 0 before the first block: nothing seen yet, nothing to shrink.
+        shrink = float(np.exp(m - m_new)) if np.isfinite(m) else 1.0
+        exps = np.exp(block - m_new)
+        total = total * shrink + float(exps.sum())
+        acc = acc * shrink + exps @ values[start : start + block_size]
+        m = m_new
+        running_max.append(m)
+        running_sum.append(total)
+        rescale.append(shrink)
+        partial.append(acc / total)
+    return OnlineSoftmaxTrace(
+        block_starts=starts,
+        running_max=np.array(running_max),
+        running_sum=np.array(running_sum),
+        rescale=np.array(rescale),
+        partial_output=np.array(partial),
     )

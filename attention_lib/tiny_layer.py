@@ -94,6 +94,23 @@ def lookup_batch(batch_size, n_pairs, n_keys, n_values, rng):
 def init_params(d_model, d_k, n_values, rng, scale=0.1):
     """Small random W_Q, W_K (d_model x d_k) and W_V (d_model x n_values).
 
+    Parameters
+    ----------
+    d_model : int
+        Width of a token.
+    d_k : int
+        Width of the queries and keys.
+    n_values : int
+        How many values there are (the output's width: one logit each).
+    rng : numpy.random.Generator
+    scale : float, default 0.1
+        Standard deviation of the entries.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``W_Q`` and ``W_K`` of shape (d_model, d_k), ``W_V`` of shape (d_model, n_values).
+
     Examples
     --------
     >>> params = init_params(9, 4, 4, np.random.default_rng(0))
@@ -121,6 +138,17 @@ def _forward(params, batch):
 def predict(params, batch):
     """The value the layer answers for each sequence (the largest logit).
 
+    Parameters
+    ----------
+    params : dict of str to numpy.ndarray
+        ``W_Q``, ``W_K`` and ``W_V``, as :func:`init_params` makes them.
+    batch : LookupBatch
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (B,)
+        The index of the value each sequence is answered with.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -133,6 +161,16 @@ def predict(params, batch):
 
 def layer_loss(params, batch):
     """Mean cross-entropy of the layer's answer (its output read as logits).
+
+    Parameters
+    ----------
+    params : dict of str to numpy.ndarray
+        ``W_Q``, ``W_K`` and ``W_V``, as :func:`init_params` makes them.
+    batch : LookupBatch
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -148,6 +186,12 @@ def layer_loss(params, batch):
 
 def layer_loss_and_gradients(params, batch):
     """The loss, its gradients for W_Q, W_K, W_V, and the attention weights.
+
+    Parameters
+    ----------
+    params : dict of str to numpy.ndarray
+        ``W_Q``, ``W_K`` and ``W_V``, as :func:`init_params` makes them.
+    batch : LookupBatch
 
     Returns
     -------

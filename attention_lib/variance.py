@@ -81,6 +81,18 @@ def variance_standard_error(width, samples):
     within a few of these: a tolerance that follows from the sample count
     instead of a guess.
 
+    Parameters
+    ----------
+    width : int
+        The vectors' width ``d``.
+    samples : int
+        How many dot products the estimate averages.
+
+    Returns
+    -------
+    float
+        The standard error of the estimated variance.
+
     Examples
     --------
     >>> round(variance_standard_error(64, 50_000), 3)
@@ -98,6 +110,21 @@ def random_scores(d_k, n_queries=64, n_keys=64, *, scaled=True, seed=0):
 
     Returns the ``(n_queries, n_keys)`` score matrix, divided by ``sqrt(d_k)``
     when ``scaled`` is True (the attention layer at initialisation).
+
+    Parameters
+    ----------
+    d_k : int
+        Width of the queries and keys.
+    n_queries, n_keys : int, default 64
+        How many of each.
+    scaled : bool, default True
+        Divide by ``sqrt(d_k)``.
+    seed : int, default 0
+        Seed of the random numbers, so that a notebook reproduces its output.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_queries, n_keys)
 
     Examples
     --------
@@ -118,6 +145,16 @@ def softmax_entropy(weights):
 
     ``log(T_k)`` means uniform attention; 0 means all weight on one key.
 
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+        Rows of non-negative weights that sum to 1.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        One entropy per row, between 0 and ``log(T_k)``.
+
     Examples
     --------
     >>> np.round(softmax_entropy(np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]])), 4)
@@ -134,6 +171,16 @@ def softmax_jacobian_norm(weights):
     It measures how strongly the weights respond to the scores: it vanishes
     when the softmax saturates on one key. Computed in closed form,
     ``||J||^2 = sum a^2 - 2 sum a^3 + (sum a^2)^2``, without building ``J``.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+        Rows of softmax weights.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        One norm per row; 0 for one-hot weights.
 
     Examples
     --------
@@ -195,6 +242,17 @@ def saturation_rows(d_k, *, scaled=True, n_queries=64, n_keys=64, seed=0):
     What :func:`saturation_stats` averages, row by row: for a figure of one
     query's weights next to the averages (the sqrt(d_k) explorer).
 
+    Parameters
+    ----------
+    d_k : int
+        Width of the random queries and keys.
+    scaled : bool, default True
+        Divide the scores by ``sqrt(d_k)``.
+    n_queries, n_keys : int, default 64
+        Rows and columns of the score matrix.
+    seed : int, default 0
+        Seed of the random numbers.
+
     Returns
     -------
     SaturationRows
@@ -226,6 +284,21 @@ def saturation_stats(d_k, *, scaled=True, n_queries=64, n_keys=64, seed=0):
     Returns a :class:`SaturationStats` with the mean and variance of the
     scores and, averaged over rows, the weights' entropy, the largest weight
     and the softmax Jacobian norm (the rows themselves: :func:`saturation_rows`).
+
+    Parameters
+    ----------
+    d_k : int
+        Width of the random queries and keys.
+    scaled : bool, default True
+        Divide the scores by ``sqrt(d_k)``.
+    n_queries, n_keys : int, default 64
+        Rows and columns of the score matrix.
+    seed : int, default 0
+        Seed of the random numbers.
+
+    Returns
+    -------
+    SaturationStats
 
     Examples
     --------

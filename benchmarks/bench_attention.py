@@ -1,14 +1,14 @@
 """Speed of attention_lib's forward and backward pass, as ratios to baselines.
 
-"ours" is the public ``attention_forward`` and ``attention_backward``: the fast
-path (``attention_lib._fast``) for inputs with 4 MB of weights or more, which is
-every row of the table but T = 128, where ours and the chapter run the same code
-and differ by the input checks. Baselines are measured in the same run, on the
+"ours" is the public ``attention_forward`` and ``attention_backward`` as they
+choose their path: the fast path (``attention_lib._fast``) for inputs with 4 MB
+of weights or more, which is every row of the table but T = 128, where ours and
+the chapter run the same code. Baselines are measured in the same run, on the
 same inputs and thread count:
 
 * "chapter": the library's readable path, the chapter's listings 19.1 and 19.4
-  as ``attention_lib/attention.py`` writes them, called at every size through
-  its private entry points ``_readable_forward`` and ``_readable_backward``;
+  as the bodies of ``attention_forward`` and ``attention_backward`` write them,
+  kept at every size by ``attention_path("readable")``;
 * "torch": ``torch.nn.functional.scaled_dot_product_attention`` on the CPU,
   under ``no_grad`` for the forward and through autograd for forward+backward,
   when PyTorch is installed (it is not a dependency of attention_lib).
@@ -39,9 +39,8 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from attention_lib import attention_backward, attention_forward
+from attention_lib import attention_backward, attention_forward, attention_path
 from attention_lib._validation import as_float_array
-from attention_lib.attention import _readable_backward, _readable_forward
 
 SHAPES = [(1, 1, 128, 64), (4, 8, 256, 64), (2, 8, 1024, 64), (1, 4, 4096, 64)]
 SMOKE_SHAPES = [(1, 2, 16, 8)]
@@ -62,12 +61,13 @@ def ours_forward_backward(Q, K, V, grad_output):
 
 
 def chapter_forward_only(Q, K, V, grad_output):
-    return _readable_forward(Q, K, V)
+    with attention_path("readable"):
+        return ours_forward(Q, K, V, grad_output)
 
 
 def chapter_forward_backward(Q, K, V, grad_output):
-    output, cache = _readable_forward(Q, K, V, return_cache=True)
-    return (output, *_readable_backward(grad_output, cache))
+    with attention_path("readable"):
+        return ours_forward_backward(Q, K, V, grad_output)
 
 
 def six_products(matmul, transpose):

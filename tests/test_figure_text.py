@@ -1,53 +1,25 @@
 """Text in every figure is at least 14 CSS pixels where JupyterLab shows it (issue 12).
 
-A projector's back row reads 14 px; a point size says nothing until the figure's
-dpi and its displayed width are known. Live explorer figures are rendered
-``DISPLAY_WIDTH_PX`` wide and shown 1:1; a static figure wider than the notebook
-column is shrunk by JupyterLab to the column, which shrinks its text too.
+The live explorers are measured here, in both styles. The static figures of every
+notebook are measured under nbval, in each notebook's own kernel as the inline
+backend prints them (``tests/nbval_figure_text.py``); the last test here proves
+that this check catches a planted small text.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from matplotlib.text import Text
-from nbclient import NotebookClient
+from figure_text import COLUMN_PX, MIN_TEXT_PX, shown_text, too_small
 
 from attention_lib import plots
 from attention_lib.widgets import available_explorers
 
-MIN_TEXT_PX = 14.0
-#: JupyterLab's notebook column at 1920 x 1080 (measured, see plots.DISPLAY_WIDTH_PX).
-COLUMN_PX = 1484
-NOTEBOOKS = sorted(
-    p
-    for p in (Path(__file__).resolve().parents[1] / "notebooks").rglob("*.ipynb")
-    if ".ipynb_checkpoints" not in p.parts
-)
-
-
-def shown_text(fig, *, tight=False):
-    """``(text, CSS px)`` of every visible, non-empty text inside ``fig`` as displayed.
-
-    ``tight``: the figure is saved cropped to its contents (``bbox_inches="tight"``,
-    as the inline backend does), so the width JupyterLab may shrink is the crop's.
-    """
-    fig.canvas.draw()  # positions and visibility of tick labels
-    renderer = fig.canvas.get_renderer()
-    width_in = fig.get_tightbbox(renderer).width + 0.2 if tight else fig.get_figwidth()
-    shrink = min(1.0, COLUMN_PX / (width_in * fig.dpi))
-    found = []
-    for text in fig.findobj(Text):
-        if not text.get_visible() or not text.get_text().strip():
-            continue
-        if not text.get_window_extent(renderer).overlaps(fig.bbox):
-            continue
-        found.append((text.get_text(), text.get_fontsize() * fig.dpi / 72 * shrink))
-    return found
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_check_sees_small_text():
@@ -64,45 +36,34 @@ def test_the_check_sees_small_text():
 @pytest.mark.parametrize("name", sorted(available_explorers()))
 def test_live_figure_text_is_readable(name, style):
     explorer = available_explorers()[name].factory(style=style)
-    small = [(t, round(px, 1)) for t, px in shown_text(explorer._fig) if px < MIN_TEXT_PX]
+    small = too_small(shown_text(explorer.fig))
     explorer.close()
     assert not small, f"{name} ({style}): text under {MIN_TEXT_PX} CSS px: {small[:8]}"
 
 
-# Runs in the notebook's kernel before its first cell: every figure the inline
-# backend turns into a PNG passes through print_figure, which notes its text first.
-_HOOK = """
-import sys as _sys
-_sys.path.insert(0, {tests!r})
-import json as _json
-from matplotlib.backend_bases import FigureCanvasBase as _Canvas
-from test_figure_text import shown_text as _shown_text
-_figure_text = []
-_print_figure = _Canvas.print_figure
-def _noting_print_figure(self, *args, **kwargs):
-    _figure_text.extend(_shown_text(self.figure, tight=kwargs.get("bbox_inches") == "tight"))
-    return _print_figure(self, *args, **kwargs)
-_Canvas.print_figure = _noting_print_figure
-"""
+PLANTED = [
+    "%matplotlib inline\nimport matplotlib.pyplot as plt",
+    "fig, ax = plt.subplots(figsize=(6, 3), dpi=150)\n_ = ax.set_title('readable', fontsize=12)",
+    "fig, ax = plt.subplots(figsize=(6, 3), dpi=150)\n_ = ax.set_title('planted', fontsize=5)",
+]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_static_figure_text_is_readable(path):
-    nb = nbformat.read(path, as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(_HOOK.format(tests=str(Path(__file__).parent))))
-    nb.cells.append(nbformat.v4.new_code_cell("print(_json.dumps(_figure_text))"))
-    os.environ.setdefault("JUPYTER_PREFER_ENV_PATH", "1")
-    NotebookClient(
-        nb,
-        timeout=600,
-        kernel_name="python3",
-        allow_errors=True,  # raises-exception cells; errors are nbval's business
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
-    noted = json.loads(nb.cells[-1].outputs[0]["text"])
-    drawn = sum(
-        "image/png" in out.get("data", {}) for c in nb.cells for out in c.get("outputs", [])
+def test_the_nbval_run_catches_a_small_text_and_a_figure_it_did_not_measure(tmp_path):
+    """A notebook with one 25 px and one 10 px title, run by nbval as `make test` runs it."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in PLANTED]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    path = tmp_path / "planted.ipynb"
+    nbformat.write(nb, path)  # no stored outputs: nbval compares nothing, the check still runs
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", str(path)]
+        + ["-p", "tests.nbval_figure_text", "-p", "no:cacheprovider", "-c", "pyproject.toml"],
+        cwd=ROOT,  # where `tests.nbval_figure_text` imports from, as the root conftest.py does
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert noted or not drawn, f"{path.name} shows {drawn} figures but none was measured"
-    small = [(text, round(px, 1)) for text, px in noted if px < MIN_TEXT_PX]
-    assert not small, f"{path.name}: (text, CSS px) under {MIN_TEXT_PX} px: {small[:10]}"
+    report = run.stdout
+    assert run.returncode == 1 and "3 passed, 1 error" in report, report
+    assert "(figure number, text, px): [[2, 'planted', 10.4]]" in report, report
+    assert "stores 0 PNG figures, but its kernel printed 2" in report, report

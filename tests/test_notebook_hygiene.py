@@ -30,10 +30,11 @@ the README; once the gap closes the strict rule applies again.
 ``make exercises`` generates ``07_exercises.ipynb``) is not part of the series:
 not in the map, not in the chain, but held to every hygiene rule above.
 
-Every relative link in any notebook's markdown must reach an existing file, and
-a link to ``other.ipynb#anchor`` (or ``#anchor``) must find ``id="anchor"`` in
-that notebook's markdown (the exercises put ``<a id="exercise-19-2"></a>`` in
-their headings for links from notebooks 02 and 04).
+Every relative link in any notebook's markdown, in the README, CONTRIBUTING.md and
+``docs/**/*.md`` must reach an existing file, and a link to ``other.ipynb#anchor``
+(or ``#anchor``) must find ``id="anchor"`` or a heading with that anchor there
+(the exercises put ``<a id="exercise-19-2"></a>`` in their headings for links
+from notebooks 02 and 04).
 
 With no notebooks yet, the README map must be empty, and the checks are still
 exercised on small synthetic notebooks below.
@@ -377,7 +378,7 @@ def test_readme_map_check_compares_names_and_order():
     assert map_problems(table.replace("live widget", "widget"), both) != []
 
 
-# Relative links: every link in every notebook's markdown and in the README must reach a
+# Relative links: every link in every notebook's markdown and in the docs must reach a
 # file, and the anchor after '#', where given, must exist in that file. Nothing is skipped
 # silently: a link either has a web scheme (http, https, mailto: left to the reader) or is
 # resolved here; any other scheme is reported.
@@ -449,9 +450,21 @@ def link_problems(source: Path, markdown: str) -> list[str]:
     return problems
 
 
+DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_the_docs_are_there():
+    """The link check below reads these; a missing one would simply not be checked."""
+    names = {str(path.relative_to(ROOT)) for path in DOCS if path.is_file()}
+    expected = {"README.md", "CONTRIBUTING.md"} | {
+        f"docs/{name}.md" for name in ("architecture", "class-results", "performance", "teaching")
+    }
+    assert expected <= names
+
+
 @pytest.mark.parametrize(
     "path",
-    [README, *all_notebooks()],
+    [*DOCS, *all_notebooks()],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_every_relative_link_resolves(path):

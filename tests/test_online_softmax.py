@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from attention_lib import attention_forward, masked_softmax
-from attention_lib.online_softmax import online_softmax_trace
+from attention_lib import attention_forward, masked_softmax, online_softmax_trace
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 4, 7, 12, 50])

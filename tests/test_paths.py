@@ -1,7 +1,7 @@
 """The readable path and the fast path keep one contract, checked against oracles of their own.
 
-Every input here is forced through each path in turn (``attention._FAST_PATH_MIN_BYTES``
-set to a huge number or to 0, with tiles of two query rows so that the fast path
+Every input here is forced through each path in turn (``attention_path("readable")``
+or ``attention_path("fast")``, with tiles of two query rows so that the fast path
 really tiles). The oracles belong to neither path: a loop-by-loop float64
 reference written below, central finite differences of that reference, and
 cases whose answer is known in closed form. That the two paths also agree with
@@ -23,6 +23,7 @@ from attention_lib import (
     attention,
     attention_backward,
     attention_forward,
+    attention_path,
     causal_mask,
     combine_masks,
     padding_mask,
@@ -36,11 +37,9 @@ PATHS = ["readable", "fast"]
 def path(request, monkeypatch):
     """Send every call of the test through one path."""
     if request.param == "fast":
-        monkeypatch.setattr(attention, "_FAST_PATH_MIN_BYTES", 0)
         monkeypatch.setattr(_heads, "TILE_BYTES", 2 * 8 * 8)  # two rows of 8 float64 keys
-    else:
-        monkeypatch.setattr(attention, "_FAST_PATH_MIN_BYTES", 1 << 62)
-    return request.param
+    with attention_path(request.param):
+        yield request.param
 
 
 # ---------------------------------------------------------------- the oracle
@@ -113,6 +112,8 @@ CASES = {
     "cross attention": ((2, 3, 3), (2, 6, 3), 4, causal_mask(3, 6)),
     "fully masked rows": ((2, 5, 3), (2, 5, 3), 2, SOME_ROWS_BLOCKED),
     "keys shared by the batch": ((3, 5, 3), (5, 3), 2, None),
+    # K and V of shape (1, 5, .) read by a batch of two: their gradients sum back to 1.
+    "keys stretched from a batch of one": ((2, 5, 4), (1, 5, 4), 3, causal_mask(5)),
     "queries shared by the batch": ((5, 3), (2, 5, 3), 2, causal_mask(5)),
     "values add batch axes": ((5, 3), (5, 3), 2, None),
 }
@@ -223,7 +224,9 @@ def test_student_sized_inputs_run_the_readable_path(monkeypatch):
     attention_backward(np.ones_like(output), cache)
 
 
-def test_the_fast_path_takes_over_at_the_threshold(monkeypatch):
+@pytest.fixture
+def fast_calls(monkeypatch):
+    """The names of the fast path's passes, in the order they run."""
     calls = []
 
     def record(name, function):
@@ -235,15 +238,49 @@ def test_the_fast_path_takes_over_at_the_threshold(monkeypatch):
 
     monkeypatch.setattr(_fast, "attention_forward", record("forward", _fast.attention_forward))
     monkeypatch.setattr(_fast, "attention_backward", record("backward", _fast.attention_backward))
-    threshold_rows = attention._FAST_PATH_MIN_BYTES // (512 * 8)  # float64 weights, T_k = 512
+    return calls
+
+
+def forward_and_backward(Q, K, V):
+    output, cache = attention_forward(Q, K, V, return_cache=True)
+    attention_backward(np.ones_like(output), cache)
+
+
+def test_the_fast_path_takes_over_at_the_threshold(fast_calls):
+    threshold_rows = attention.FAST_PATH_MIN_BYTES // (512 * 8)  # float64 weights, T_k = 512
     Q, K, V = inputs((threshold_rows - 1, 2), (512, 2), 1)
-    output, cache = attention_forward(Q, K, V, return_cache=True)
-    attention_backward(np.ones_like(output), cache)
-    assert calls == []
+    forward_and_backward(Q, K, V)
+    assert fast_calls == []
     Q = np.concatenate([Q, Q[:1]])  # one more query row: exactly the threshold
-    output, cache = attention_forward(Q, K, V, return_cache=True)
-    attention_backward(np.ones_like(output), cache)
-    assert calls == ["forward", "backward"]
+    forward_and_backward(Q, K, V)
+    assert fast_calls == ["forward", "backward"]
+
+
+def test_attention_path_forces_one_path_in_its_block_and_only_there(fast_calls):
+    tiny = inputs((3, 2), (4, 2), 1)
+    large = inputs((attention.FAST_PATH_MIN_BYTES // (512 * 8), 2), (512, 2), 1)
+    with attention_path("fast"):
+        forward_and_backward(*tiny)
+        with attention_path("readable"):  # blocks nest
+            forward_and_backward(*large)
+        assert fast_calls == ["forward", "backward"]
+        forward_and_backward(*tiny)  # the outer block's choice is back
+    assert fast_calls == ["forward", "backward"] * 2
+    forward_and_backward(*tiny)  # outside every block: "auto" again
+    with attention_path("auto"):
+        forward_and_backward(*large)
+    assert fast_calls == ["forward", "backward"] * 3
+
+
+def test_attention_path_is_undone_by_an_exception_and_refuses_unknown_paths(fast_calls):
+    with pytest.raises(RuntimeError, match="inside"), attention_path("fast"):
+        raise RuntimeError("inside the block")
+    forward_and_backward(*inputs((3, 2), (4, 2), 1))
+    assert fast_calls == []
+    for wrong in ("slow", "Fast", None, 0):
+        with pytest.raises(ValueError, match=r"one of 'auto', 'readable', 'fast'; got"):
+            with attention_path(wrong):
+                pass
 
 
 # ---------------------------------------------------------------- no queries

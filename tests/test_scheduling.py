@@ -1,9 +1,10 @@
 """Large inputs run in the fast path, part by part (heads, then row tiles) on a thread pool.
 
 Every number must be the one the readable path gives, whatever the split; the
-BLAS thread limit taken during the split must always be given back. The
-thresholds are shrunk here so that tiny inputs, cheap to check by finite
-differences, take the fast path with several row tiles per head.
+BLAS thread limit taken during the split must always be given back. Tiny
+inputs, cheap to check by finite differences, are sent to the fast path by
+``attention_path("fast")``, with tiles shrunk to a few rows so that each head
+has several.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from attention_lib import (
     _heads,
-    attention,
     attention_backward,
     attention_forward,
+    attention_path,
     causal_mask,
     check_attention_gradients,
     combine_masks,
@@ -30,14 +31,12 @@ from attention_lib import (
 
 
 def split_everything(monkeypatch, tile_rows=2):
-    """Send every input to the fast path, ``tile_rows`` query rows per tile of one float64 head."""
-    monkeypatch.setattr(attention, "_FAST_PATH_MIN_BYTES", 0)
-    monkeypatch.setattr(_heads, "TILE_BYTES", tile_rows * 8 * 8)  # rows of 8 float64 keys
+    """The fast path for every input inside ``with``, ``tile_rows`` rows per tile of a head.
 
-
-def whole_batch(monkeypatch):
-    """Send every input to the readable path: one vectorised call on the whole batch."""
-    monkeypatch.setattr(attention, "_FAST_PATH_MIN_BYTES", 1 << 62)
+    The tiles are sized for one float64 head of 8 keys.
+    """
+    monkeypatch.setattr(_heads, "TILE_BYTES", tile_rows * 8 * 8)
+    return attention_path("fast")
 
 
 def blas_threads():
@@ -89,10 +88,10 @@ def test_fast_split_computation_gives_the_readable_whole_batch_numbers(case, dty
     if case == "values add batch axes":
         V = np.stack([V, 2 * V])
         grad_output = np.stack([grad_output, grad_output])
-    whole_batch(monkeypatch)
-    expected = forward_backward(Q, K, V, grad_output, mask)
-    split_everything(monkeypatch)
-    got = forward_backward(Q, K, V, grad_output, mask)
+    with attention_path("readable"):  # one vectorised call on the whole batch
+        expected = forward_backward(Q, K, V, grad_output, mask)
+    with split_everything(monkeypatch):
+        got = forward_backward(Q, K, V, grad_output, mask)
     tolerance = 1e-12 if dtype == np.float64 else 1e-5
     names = ("output", "weights", "grad_Q", "grad_K", "grad_V")
     for name, g, e in zip(names, got, expected, strict=True):
@@ -104,8 +103,8 @@ def test_fast_split_computation_gives_the_readable_whole_batch_numbers(case, dty
 def test_split_gradients_agree_with_central_differences(case, monkeypatch):
     shape_q, shape_k, d_v, mask = CASES[case]
     Q, K, V, _ = inputs(shape_q, shape_k, d_v, seed=3)
-    split_everything(monkeypatch)
-    report = check_attention_gradients(Q, K, V, mask, tolerance=1e-6)
+    with split_everything(monkeypatch):
+        report = check_attention_gradients(Q, K, V, mask, tolerance=1e-6)
     assert report.passed, str(report)
 
 
@@ -125,8 +124,8 @@ def test_forward_without_cache_never_builds_the_full_weights():
 
 def test_fully_masked_rows_stay_zero_when_split(monkeypatch):
     Q, K, V, grad_output = inputs((2, 8, 4), (2, 8, 4), 3)
-    split_everything(monkeypatch)
-    output, weights, grad_Q, *_ = forward_backward(Q, K, V, grad_output, SOME_ROWS_BLOCKED)
+    with split_everything(monkeypatch):
+        output, weights, grad_Q, *_ = forward_backward(Q, K, V, grad_output, SOME_ROWS_BLOCKED)
     assert not weights[:, [2, 5]].any() and not output[:, [2, 5]].any()
     assert not grad_Q[:, [2, 5]].any()
     assert np.isfinite(output).all()
@@ -168,7 +167,7 @@ def test_row_tiles_cover_every_row_once(monkeypatch):
 
 def test_blas_threads_are_given_back_after_a_split_call(monkeypatch):
     before = blas_threads()
-    split_everything(monkeypatch)
+    fast_path = split_everything(monkeypatch)
     monkeypatch.setattr(_heads, "blas_threads", lambda: 2)  # force the pool, whatever the CPU
     Q, K, V, grad_output = inputs((2, 3, 8, 4), (2, 3, 8, 4), 5)
     observed = []
@@ -178,7 +177,8 @@ def test_blas_threads_are_given_back_after_a_split_call(monkeypatch):
 
     _heads.for_each_part(spy, (2, 3), head_bytes=8)
     assert observed and all(threads == [1] * len(before) for threads in observed)
-    forward_backward(Q, K, V, grad_output, causal_mask(8))
+    with fast_path:
+        forward_backward(Q, K, V, grad_output, causal_mask(8))
     assert blas_threads() == before
 
 
@@ -213,15 +213,13 @@ def test_a_failing_part_stops_the_others(monkeypatch):
 
 
 def test_one_blas_thread_means_no_pool(monkeypatch):
-    split_everything(monkeypatch)
-
     class NoPool:
         def __init__(self, *args, **kwargs):
             raise AssertionError("a thread pool was started although the BLAS has one thread")
 
     monkeypatch.setattr(_heads, "ThreadPoolExecutor", NoPool)
     Q, K, V, grad_output = inputs((2, 3, 8, 4), (2, 3, 8, 4), 5)
-    with threadpool_limits(1, user_api="blas"):
+    with threadpool_limits(1, user_api="blas"), split_everything(monkeypatch):
         output, *_ = forward_backward(Q, K, V, grad_output, None)
     assert np.isfinite(output).all()
 

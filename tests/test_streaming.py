@@ -136,6 +136,14 @@ CASES = {
     "queries shared, heads broadcast": ((11, 4), (2, 1, 11, 4), 3, {}, None, (2, 3)),
     "values add batch axes": ((11, 4), (11, 4), 3, {"causal": True}, causal_mask(11), (2,)),
     "a single key": ((2, 5, 4), (2, 1, 4), 3, {"causal": True}, causal_mask(5, 1), None),
+    "keys stretched from a batch of one": (
+        (2, 5, 4),
+        (1, 5, 4),
+        3,
+        {"causal": True},
+        causal_mask(5),
+        None,
+    ),
     "d_k = 1": ((2, 11, 1), (2, 11, 1), 2, {"causal": True}, causal_mask(11), None),
     "mask per head": (
         (2, 3, 11, 4),
@@ -227,7 +235,13 @@ def test_mixed_and_integer_inputs_follow_the_dense_pass():
 
 @pytest.mark.parametrize(
     "case",
-    ["no mask", "causal flag and padding", "fully masked rows", "packed causal documents"],
+    [
+        "no mask",
+        "causal flag and padding",
+        "fully masked rows",
+        "packed causal documents",
+        "keys stretched from a batch of one",
+    ],
 )
 def test_gradients_agree_with_central_differences(case):
     shape_q, shape_k, d_v, keywords, _, _ = CASES[case]
@@ -290,15 +304,15 @@ class BlockCounter:
 
     def __init__(self, monkeypatch):
         self.visited = []
-        original = streaming._Readable.block
+        original = streaming._Access.block
 
-        def block(readable, rows, cols, mask):
-            visit, block_mask = original(readable, rows, cols, mask)
+        def block(access, rows, cols, mask):
+            visit, block_mask = original(access, rows, cols, mask)
             if visit:
                 self.visited.append((rows.start, cols.start))
             return visit, block_mask
 
-        monkeypatch.setattr(streaming._Readable, "block", block)
+        monkeypatch.setattr(streaming._Access, "block", block)
 
 
 def test_causal_pass_never_computes_blocks_in_the_future(monkeypatch):

@@ -4,12 +4,13 @@ import io
 
 import ipywidgets
 import matplotlib.pyplot as plt
-import numpy as np
 import pytest
+from explorer_asserts import assert_frames_match_fresh_drawings, assert_same_state
 from PIL import Image
 
+from attention_lib import plots
 from attention_lib.walkthrough import DEFAULT_CARDS, N_STEPS, make_cards, walkthrough_step
-from attention_lib.widgets import available_explorers
+from attention_lib.widgets import BACK_CLASS, NEXT_CLASS, Explorer, available_explorers
 from attention_lib.widgets import teach_walkthrough as tw
 
 
@@ -21,55 +22,55 @@ def explorer():
     plt.close("all")
 
 
-def assert_same_state(state, expected):
-    """Two walkthrough steps are equal field by field (the cards compared array by array)."""
-    assert type(state) is type(expected)
-    for field, value in zip(state._fields, state, strict=True):
-        other = getattr(expected, field)
-        if field == "cards":
-            for mine, theirs in zip(value, other, strict=True):
-                np.testing.assert_array_equal(mine, theirs, err_msg=field)
-        elif isinstance(value, np.ndarray) or value is None:
-            np.testing.assert_array_equal(value, other, err_msg=field)
-        else:
-            assert value == other, field
-
-
 def png_size(png):
     return Image.open(io.BytesIO(png)).size
 
 
+def visible_texts(fig):
+    """Every visible, non-empty text of ``fig``, in drawing order."""
+    return [t.get_text() for t in fig.axes[0].texts if t.get_visible() and t.get_text()] + [
+        fig.axes[0].get_title(loc="left")
+    ]
+
+
 def test_next_is_the_first_control_and_the_explorer_starts_at_step_1(explorer):
-    next_button = explorer.main_control
-    assert isinstance(next_button, ipywidgets.Button) and next_button.description == "Next ▶"
+    assert type(explorer) is Explorer
+    next_button, back_button, reset_button = explorer.buttons.values()
+    assert explorer.main_control is next_button and next_button.description == "Next ▶"
     assert "attn-main-control" in next_button._dom_classes
     assert "attn-explorer" in explorer.widget._dom_classes
     assert "attn-figure" in explorer.figure._dom_classes
-    row = explorer.controls_row
-    assert list(row.children[:3]) == [next_button, explorer.back_button, explorer.reset_button]
+    row = explorer.controls_row.children
+    assert list(row[:4]) == [
+        next_button,
+        back_button,
+        reset_button,
+        explorer.controls["query_position"],
+    ]
+    assert all(not isinstance(w, ipywidgets.Button) for w in row[3:-1])  # the step shows nowhere
     # a presenter's clicker presses them (the page-side front end looks for these classes)
-    assert "attn-next" in next_button._dom_classes
-    assert "attn-back" in explorer.back_button._dom_classes
+    assert NEXT_CLASS in next_button._dom_classes and BACK_CLASS in back_button._dom_classes
     assert_same_state(explorer.state, walkthrough_step(DEFAULT_CARDS, 1, 2))
     assert explorer.readout.value.startswith("<b>Step 1 / 6</b>")
-    assert explorer.back_button.disabled and not next_button.disabled
+    assert back_button.disabled and not next_button.disabled
 
 
 def test_next_and_back_step_through_all_six_and_stop_at_the_ends(explorer):
+    next_button, back_button = explorer.buttons["next"], explorer.buttons["back"]
     pngs = [explorer.png]
     for step in range(2, N_STEPS + 1):
-        explorer.main_control.click()  # what the browser's click does
+        next_button.click()  # what the browser's click does
         assert explorer.state.step == step
         assert explorer.readout.value.startswith(f"<b>Step {step} / 6</b>")
         pngs.append(explorer.png)
     assert len(set(pngs)) == N_STEPS  # every step draws something new
-    assert explorer.main_control.disabled
-    assert explorer.next().step == N_STEPS  # stays at the last step
-    explorer.back_button.click()
-    assert explorer.state.step == N_STEPS - 1 and not explorer.main_control.disabled
+    assert next_button.disabled
+    assert explorer.press("next").step == N_STEPS  # stays at the last step
+    back_button.click()
+    assert explorer.state.step == N_STEPS - 1 and not next_button.disabled
     for _ in range(10):
-        explorer.back()
-    assert explorer.state.step == 1 and explorer.back_button.disabled
+        explorer.press("back")
+    assert explorer.state.step == 1 and back_button.disabled
     assert explorer.png == pngs[0]  # the same picture as at the start
 
 
@@ -92,6 +93,7 @@ def test_card_fields_round_to_what_the_card_prints(explorer):
     editor._fields["q", 0][1].value = 1.26
     assert explorer.state.cards.query.tolist() == [1.0, 1.3, 1.0, 0.0]
     assert editor._fields["q", 0][1].value == 1.3  # the field shows what is computed
+    assert "[1.0, 1.3, 1.0, 0.0]" in visible_texts(explorer.fig)  # and so does the card
 
 
 def test_query_position_moves_what_the_mask_erases(explorer):
@@ -100,23 +102,48 @@ def test_query_position_moves_what_the_mask_erases(explorer):
         state = explorer.set(query_position=position)
         assert state.erased.tolist() == erased
         assert f"position {position}" in explorer.readout.value
+        assert visible_texts(explorer.fig).count("future:\nerased") == sum(erased)
 
 
 def test_reset_goes_back_to_the_start(explorer):
     explorer.set(step=6, query_position=3)
     explorer.controls["cards"]._fields["v", 0][0].value = 9.0
-    explorer.reset_button.click()
+    explorer.buttons["reset"].click()
     assert_same_state(explorer.state, walkthrough_step(DEFAULT_CARDS, 1, 2))
     assert explorer.controls["cards"]._fields["v", 0][0].value == 1.0
     assert explorer.controls["query_position"].value == 2
+    assert explorer.buttons["back"].disabled
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"step": 0}, "step must be at least 1; got 0"),
+        ({"step": N_STEPS + 1}, f"step must lie between 1 and {N_STEPS}; got {N_STEPS + 1}"),
+        ({"cards": make_cards([1, 0], [[1, 0]], [[1.0]])}, "cards must have the card fields'"),
+        ({"step": 4, "query_position": 9}, "query_position must be a whole number from 1 to 3"),
+    ],
+)
+def test_a_refused_change_changes_nothing_and_says_what_fits(explorer, change, said):
+    explorer.set(step=3)
+    before = (explorer.values, explorer.state, explorer.png, explorer.readout.value)
+    fields = [f.value for fs in explorer.controls["cards"]._fields.values() for f in fs]
+    with pytest.raises(ValueError, match=said):
+        explorer.set(**change)
+    assert explorer.values["step"] == 3 and explorer.state is before[1]
+    assert_same_state(explorer.values, before[0])
+    assert (explorer.png, explorer.readout.value) == before[2:]
+    assert [f.value for fs in explorer.controls["cards"]._fields.values() for f in fs] == fields
+    assert not explorer.buttons["back"].disabled and not explorer.buttons["next"].disabled
 
 
 @pytest.mark.parametrize("style", ["default", "board"])
 def test_figure_is_rendered_at_the_width_it_is_shown(style):
     explorer = tw.teach_walkthrough_explorer(style=style)
-    assert png_size(explorer.png) == (tw.DISPLAY_WIDTH_PX, tw.DISPLAY_HEIGHT_PX)
+    # with the controls and readout, under the 959 px of the notebook panel's visible height
+    assert png_size(explorer.png) == (plots.DISPLAY_WIDTH_PX, 600)
     # 1484 CSS px of notebook column at 1920 x 1080: stretched at most 1.05x
-    assert 1484 / tw.DISPLAY_WIDTH_PX <= 1.05
+    assert 1484 / plots.DISPLAY_WIDTH_PX <= 1.05
     explorer.close()
 
 
@@ -131,80 +158,78 @@ def test_style_defaults_to_the_environment(monkeypatch):
     explorer.close()
 
 
-def shown(fig):
-    """gid -> text (or True for a patch) of every visible artist the board named."""
-    ax = fig.axes[0]
-    found = {}
-    for artist in (*ax.texts, *ax.patches, *fig.texts):
-        if artist.get_gid() and artist.get_visible():
-            found[artist.get_gid()] = artist.get_text() if hasattr(artist, "get_text") else True
-    return found
-
-
-def test_the_figure_shows_the_numbers_of_the_step(explorer):
-    explorer.set(step=6)
-    board = shown(explorer.fig)
-    assert [board[f"cell-2-{i}"] for i in range(3)] == ["0.73", "0.27", "0"]
-    assert board["output-text"] == "[0.73, 0.27]"
-    assert sorted(gid for gid in board if gid.startswith("erased-")) == [
-        "erased-2",
-        "erased-label-2",
+def test_the_drawing_shows_the_numbers_of_the_step():
+    fig, _ = plots.new_figure(0, figsize=tw.BOARD_FIGSIZE, style="board", pyplot=False)
+    scene = tw.draw(fig, tw.update(6))
+    shown = [[cell.get_text() for cell in cells if cell.get_visible()] for _, cells in scene.rows]
+    assert shown == [["2", "0", "3"], ["1", "0", "−∞"], ["0.73", "0.27", "0"]]
+    assert scene.output_text.get_text() == "[0.73, 0.27]"
+    assert [cover.get_visible() and label.get_visible() for cover, label in scene.covers] == [
+        False,
+        False,
+        True,
     ]
-    assert board["caption"].startswith("Step 6 / 6: causal mask")
-    assert "card 3 is erased" in board["caption"]
-    explorer.back()
-    board = shown(explorer.fig)
-    assert not any(gid.startswith("erased") for gid in board)
-    explorer.set(step=2)
-    board = shown(explorer.fig)
-    assert "cell-1-0" not in board and "bar-0" not in board and board["output-text"] == "?"
+    assert scene.caption.get_text().startswith("Step 6 / 6: causal mask")
+    assert "card 3 is erased" in scene.caption.get_text()
+    tw.refresh(scene, tw.update(2))
+    assert [label.get_visible() for label, _ in scene.rows] == [True, False, False]
+    assert not any(cover.get_visible() for cover, _ in scene.covers)
+    assert not any(bar.get_visible() for pair in scene.bars for bar in pair)
+    assert scene.output_text.get_text() == "?"
+    plt.close(fig)
+
+
+def test_the_live_figure_shows_the_step(explorer):
+    explorer.set(step=6)
+    texts = visible_texts(explorer.fig)
+    assert {"0.73", "0.27", "[0.73, 0.27]"} <= set(texts) and texts.count("future:\nerased") == 1
+    assert texts[-1].startswith("Step 6 / 6: causal mask")
+    explorer.press("back")
+    texts = visible_texts(explorer.fig)
+    assert "future:\nerased" not in texts and texts[-1].startswith("Step 5 / 6")
 
 
 def test_static_figure_of_any_step(explorer):
     fig = explorer.draw_static(tw.update(4))
-    assert shown(fig)["caption"].startswith("Step 4 / 6: softmax")
-    assert tuple(fig.get_size_inches()) == tw.figure_geometry("board")[0]
+    assert fig.axes[0].get_title(loc="left").startswith("Step 4 / 6: softmax")
+    assert tuple(fig.get_size_inches()) == tw.BOARD_FIGSIZE
     plt.close(fig)
 
 
-@pytest.mark.parametrize("path", [[6, 2, 5], [4, 1], [3, 6], [5]])
-def test_blitted_steps_match_a_plain_drawing(path):
-    """Stepping around (blitting over the still cards) shows what one plain draw() shows."""
-    from attention_lib import plots
-    from attention_lib.widgets import render_png
-
-    live = tw.teach_walkthrough_explorer(style="default")
-    for step in path:
-        live.set(step=step)
-    figsize, dpi = tw.figure_geometry("default")
-    fig, _ = plots.new_figure(0, figsize=figsize, dpi=dpi, pyplot=False)
-    with plots.series_style("default"):
-        tw.draw(fig, live.state)
-        plain = render_png(fig)
-    pixels = [np.asarray(Image.open(io.BytesIO(png))).astype(int) for png in (live.png, plain)]
-    assert np.mean(np.any(pixels[0] != pixels[1], axis=-1)) < 1e-4
-    live.close()
+@pytest.mark.parametrize("style", ["default", "board"])
+def test_stepping_and_editing_show_what_a_fresh_drawing_shows(style):
+    """Steps blit over the still cards; an edit draws anew: each frame equals a fresh drawing."""
+    explorer = tw.teach_walkthrough_explorer(style=style)
+    edited = make_cards([1, 0.5, 1, 0], DEFAULT_CARDS.keys, DEFAULT_CARDS.values)
+    changes = [
+        {"step": 6},
+        {"step": 2},
+        {"cards": edited},  # a full drawing of new cards
+        {"step": 5, "query_position": 1},
+        {"cards": DEFAULT_CARDS},  # the first cards again: their frozen drawing
+        {"step": 4},
+    ]
+    assert_frames_match_fresh_drawings(explorer, tw.EXPLORER, changes)
+    explorer.close()
 
 
 def test_an_edited_card_redraws_the_cards_themselves():
     explorer = tw.teach_walkthrough_explorer(style="default")
     explorer.set(step=3)
     explorer.controls["cards"]._fields["k", 0][0].value = 3.0
-    texts = [t.get_text() for t in explorer.fig.axes[0].texts]
+    texts = visible_texts(explorer.fig)
     assert "[3, 0, 1, 0]" in texts and "[1, 0, 1, 0]" in texts  # card 1's new key; the query
-    assert shown(explorer.fig)["cell-0-0"] == "4"
+    assert explorer.state.board[0].cells[0] == "4" and "4" in texts
     explorer.close()
 
 
-def test_factory_and_geometry_check_their_input():
+def test_factory_checks_its_input():
     with pytest.raises(ValueError, match="query_position must lie between 1 and the number"):
         tw.teach_walkthrough_explorer(query_position=5)
     with pytest.raises(TypeError, match="cards must be Cards"):
         tw.teach_walkthrough_explorer(cards=[[1, 0]])
-    with pytest.raises(ValueError, match="style must be one of"):
-        tw.figure_geometry("poster")
 
 
 def test_registered_with_the_explorers():
     spec = available_explorers()["teach_walkthrough"]
-    assert spec.update is tw.update and spec.factory is tw.teach_walkthrough_explorer
+    assert spec is tw.EXPLORER and spec.factory is tw.teach_walkthrough_explorer

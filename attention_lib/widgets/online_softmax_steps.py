@@ -9,7 +9,7 @@ row; after the last block the two agree. When a block brings a larger score,
 the sum and the partial output kept so far are multiplied by
 ``exp(m_old - m_new)`` before the new block is added: the readout says by how
 much. The numbers come from
-:func:`attention_lib.online_softmax.online_softmax_trace`.
+:func:`attention_lib.streaming.online_softmax_trace`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import plots
 from ..attention import masked_softmax
-from ..online_softmax import OnlineSoftmaxTrace, online_softmax_trace
+from ..streaming import OnlineSoftmaxTrace, online_softmax_trace
 from ._shell import ExplorerSpec, html_table
 
 __all__ = ["EXPLORER", "OnlineSoftmaxState", "online_softmax_steps_explorer", "update"]
