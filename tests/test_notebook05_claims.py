@@ -110,6 +110,21 @@ def test_encoder_side_padding_blocks_padded_source_keys_for_every_decoder_query(
     np.testing.assert_array_equal(moved, out)
 
 
+def test_encoder_self_attention_needs_the_padding_mask_that_causal_decoding_does_without():
+    W = sc.projections(4, 3)
+    X = sc.token_vectors(sc.ENCODER_TOKENS[:8])
+    X[5:] = np.random.default_rng(9).standard_normal((3, sc.D_MODEL))  # padding after 5 tokens
+    Q, K, V = X @ W.W_q, X @ W.W_k, X @ W.W_v
+    mask = padding_mask(valid_from_lengths(np.array([5]), 8))[0]  # (1, 8) against (8, 8)
+    _, causal = attention_forward(Q, K, V, causal_mask(8), return_cache=True)
+    _, bidirectional = attention_forward(Q, K, V, return_cache=True)
+    out, masked = attention_forward(Q, K, V, mask, return_cache=True)
+    assert np.all(causal.weights[:5, 5:] == 0.0)  # the real tokens' future holds the padding
+    assert np.all(bidirectional.weights[:5, 5:] > 0.0)
+    assert np.all(masked.weights[:, 5:] == 0.0) and masked.weights.shape == (8, 8)
+    np.testing.assert_allclose(out[:5], attention_forward(Q[:5], K[:5], V[:5]), rtol=1e-12)
+
+
 def test_check_question_cross_attention_shapes():
     rng = np.random.default_rng(0)
     Q, K, V = (

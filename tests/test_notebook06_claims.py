@@ -112,14 +112,13 @@ def test_claim3_renormalising_agrees_while_the_masked_score_is_not_far_above():
     )
 
 
-def test_claim3_renormalising_gives_a_wrong_answer_then_nan():
-    right = masked_softmax(np.array([0.0, 1.0, 744.0]), ALLOWED_AT_2)
-    wrong = renormalised(np.array([0.0, 1.0, 744.0]), ALLOWED_AT_2)
+@pytest.mark.parametrize("blocked_score", [744.0, 800.0, 1e300])
+def test_claim3_masking_before_softmax_ignores_a_blocked_score_far_above(blocked_score):
+    # what renormalising does there (subnormal exps, then 0 / 0) is IEEE arithmetic, and
+    # notebook 06 checks it visibly; the library's part is that masked_softmax never sees it
+    right = masked_softmax(np.array([0.0, 1.0, blocked_score]), ALLOWED_AT_2)
     assert np.round(right, 2).tolist() == [0.27, 0.73, 0.0]
-    assert np.round(wrong, 2).tolist() == [0.33, 0.67, 0.0]  # subnormal exps: 1 and 2 units
-    nan = renormalised(np.array([0.0, 1.0, 800.0]), ALLOWED_AT_2)
-    assert np.isnan(nan).all()  # exp underflows to 0 for every allowed key: 0 / 0
-    np.testing.assert_allclose(masked_softmax(np.array([0.0, 1.0, 800.0]), ALLOWED_AT_2), right)
+    np.testing.assert_array_equal(right, masked_softmax(np.array([0.0, 1.0, 0.0]), ALLOWED_AT_2))
 
 
 # --- check for understanding: a padding-masked key --------------------------------------
