@@ -22,8 +22,9 @@ wide (the notebook column at 1920 x 1080; less for an explorer that shows a
 control beside its figure, ``display_width_px``) and shown at that size or
 smaller, never stretched, so a projector gets sharp text. Rendering that many
 pixels is affordable because a change only blits the scene onto a cached
-background of everything else, a few recent layouts are kept frozen (going
-back to an earlier size costs a blit, not a relayout), and the PNG is encoded
+background of everything else, a few recent drawings are kept frozen (going
+back to an earlier size costs a blit; to an older one, a drawing with the axes
+where its one layout pass put them), and the PNG is encoded
 straight from the Agg buffer, without alpha, at zlib level 1.
 """
 
@@ -47,7 +48,6 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure, FigureBase
-from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.text import Text
 from PIL import Image as PILImage
 
@@ -104,9 +104,6 @@ class ExplorerSpec(NamedTuple):
         Width the figure is rendered and shown at, in CSS pixels; default
         :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` (the whole column). An
         explorer that shows controls beside its figure takes less.
-    legacy : bool
-        Transitional (issue 22): the explorer still has the old hooks,
-        ``refresh(fig, state) -> artists`` in blitting order.
 
     Examples
     --------
@@ -135,7 +132,6 @@ class ExplorerSpec(NamedTuple):
     board_figsize: tuple[float, float] | None = None
     static_key: Callable[[Any], Any] | None = None
     display_width_px: int | None = None
-    legacy: bool = False
 
     @classmethod
     def from_module(cls, module, *, title, figsize, board_figsize=None, display_width_px=None):
@@ -403,24 +399,27 @@ def html_table(rows, header, *, caption=None, decimals=3):
     )
 
 
-def _draw_laid_out(spec, fig, state):
+def _draw_laid_out(spec, fig, state, layout=None):
     """Draw ``state`` on ``fig`` from scratch, lay it out once, freeze the layout, refresh.
 
-    Returns the scene (legacy explorers: the figure, which their refresh takes).
+    ``layout``, the axes' positions a layout pass found for the same style and
+    static key before, is put back instead of running the pass again (the
+    layout depends on the key alone, see :func:`_stand_ins`). Returns the scene
+    and the layout.
     """
     fig.clear()
     fig.set_layout_engine("constrained")
     scene = spec.draw(fig, state)
-    engine = fig.get_layout_engine()
-    # LEGACY (issue 22): explorers that placed their axes by hand switched the layout off
-    if fig.axes and not isinstance(engine, PlaceHolderLayoutEngine | type(None)):
-        with contextlib.nullcontext() if spec.legacy else _stand_ins(scene):
-            engine.execute(fig)
+    if layout is not None:
+        for ax, position in zip(fig.axes, layout, strict=True):
+            ax.set_position(position)
+    elif fig.axes:
+        with _stand_ins(scene):
+            fig.get_layout_engine().execute(fig)
+        layout = [ax.get_position(original=True) for ax in fig.axes]
     fig.set_layout_engine("none")
-    if spec.legacy:
-        scene = fig
     spec.refresh(scene, state)
-    return scene
+    return scene, layout
 
 
 @contextlib.contextmanager
@@ -676,6 +675,9 @@ class Explorer:
         self._notes = []  # note(state) callables for the batch's state
         # (style, static key) -> _Frozen, most recently shown last
         self._frozen = OrderedDict()
+        # (style, static key) -> the axes' positions its layout pass found: a drawing
+        # dropped from the frozen ones is drawn again without that pass
+        self._layouts = {}
         self._shown = None  # key of the drawing on show
 
         self.buttons = {}
@@ -763,11 +765,6 @@ class Explorer:
     def fig(self):
         """The live figure: what the PNG on show was rendered from (an Agg figure)."""
         return self._frozen[self._shown].fig
-
-    @property
-    def _fig(self):
-        # LEGACY (issue 22): tests/test_figure_text.py reads explorer._fig; use .fig
-        return self.fig
 
     @property
     def figure_dpi(self):
@@ -959,9 +956,7 @@ class Explorer:
         if frozen is None:
             frozen = self._freeze(key, state)
         else:
-            moved = self.spec.refresh(frozen.scene, state)
-            if self.spec.legacy:
-                frozen = frozen._replace(blitted=list(moved))
+            self.spec.refresh(frozen.scene, state)
         self._frozen.move_to_end(key)
         self._shown = key
         canvas = frozen.fig.canvas
@@ -982,11 +977,8 @@ class Explorer:
             _, spare = self._frozen.popitem(last=False)
         same_style = spare is not None and plots.figure_style(spare.fig) == self.style
         fig = spare.fig if same_style else self._make_figure()
-        scene = _draw_laid_out(self.spec, fig, state)
-        if self.spec.legacy:
-            blitted = list(self.spec.refresh(scene, state))
-        else:
-            blitted = _blitted(fig, scene)
+        scene, self._layouts[key] = _draw_laid_out(self.spec, fig, state, self._layouts.get(key))
+        blitted = _blitted(fig, scene)
         for artist in blitted:
             artist.set_animated(True)  # left out of canvas.draw(), blitted on top
         fig.canvas.draw()
