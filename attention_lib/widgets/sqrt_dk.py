@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.ticker import LogLocator, MaxNLocator
 
 from .. import plots
 from ..variance import saturation_rows
@@ -199,6 +200,11 @@ def draw(fig, state):
     hist_ax.set_xscale("log")
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
+    if plots.figure_style(fig) == "board":
+        # The board's large type gets the ticks it had before the shared layout (which
+        # made the histogram larger): every 200 counts, every other decade.
+        hist_ax.yaxis.set_major_locator(MaxNLocator(4))
+        hist_ax.xaxis.set_major_locator(LogLocator(numticks=5))
     hist_ax.stairs(
         _normal_reference_counts(n),
         MAGNITUDE_BINS,
