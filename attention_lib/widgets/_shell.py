@@ -47,6 +47,7 @@ import traitlets
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure, FigureBase
 from matplotlib.text import Text
 from PIL import Image as PILImage
@@ -244,17 +245,16 @@ class ExplorerSpec(NamedTuple):
         ('board', 1480)
         """
         style = plots.figure_style(None, style)
-        figsize = self.figsize_for(style)
         with plots.series_style(style):
-            fig, _ = plots.new_figure(
-                0,
-                figsize=figsize,
-                style=style,
-                pyplot=pyplot,
-                dpi=live_dpi(figsize, self.display_width_px),
-            )
+            fig = self._new_figure(style, pyplot=pyplot)
             _draw_laid_out(self, fig, state)
         return fig
+
+    def _new_figure(self, style, *, pyplot=False):
+        """An empty figure of the explorer's size in ``style``, ``display_width_px`` wide."""
+        figsize = self.figsize_for(style)
+        dpi = live_dpi(figsize, self.display_width_px)
+        return plots.new_figure(0, figsize=figsize, style=style, pyplot=pyplot, dpi=dpi)[0]
 
 
 class Button(NamedTuple):
@@ -341,8 +341,6 @@ def render_png(fig, *, compress_level=1):
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     return _encode(canvas, compress_level)
@@ -781,17 +779,6 @@ class Explorer:
         """PNG bytes the browser currently shows."""
         return self.figure.value
 
-    def _make_figure(self):
-        figsize = self.spec.figsize_for(self.style)
-        fig, _ = plots.new_figure(
-            0,
-            figsize=figsize,
-            style=self.style,
-            pyplot=False,
-            dpi=live_dpi(figsize, self.display_width_px),
-        )
-        return fig
-
     def _mark_style(self):
         """The board class on the explorer: large readout and controls (``_frontend.css``)."""
         if self.style == "board":
@@ -976,7 +963,7 @@ class Explorer:
         while len(self._frozen) >= FROZEN_LAYOUTS:  # reuse the least recently shown figure
             _, spare = self._frozen.popitem(last=False)
         same_style = spare is not None and plots.figure_style(spare.fig) == self.style
-        fig = spare.fig if same_style else self._make_figure()
+        fig = spare.fig if same_style else self.spec._new_figure(self.style)
         scene, self._layouts[key] = _draw_laid_out(self.spec, fig, state, self._layouts.get(key))
         blitted = _blitted(fig, scene)
         for artist in blitted:

@@ -16,6 +16,7 @@ moves the bars, lines and titles.
 
 from __future__ import annotations
 
+from math import erf, sqrt
 from typing import NamedTuple
 
 import ipywidgets as widgets
@@ -132,8 +133,6 @@ def _magnitude_counts(scores):
 
 def _normal_reference_counts(n):
     """Expected counts per bin for |z| with z ~ N(0, 1): where the scale puts the scores."""
-    from math import erf, sqrt
-
     cdf = np.array([erf(b / sqrt(2.0)) for b in MAGNITUDE_BINS])  # P(|z| <= b)
     return n * np.diff(cdf)
 
