@@ -44,7 +44,7 @@ SPECS = available_explorers()
 #: on two quiet cores (a fresh explorer per new set of values is most of the cost). No
 #: shrinking: it took minutes on a session of a dozen steps; a failure prints its steps.
 SESSION = settings(
-    max_examples=6,
+    max_examples=5,
     stateful_step_count=12,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
