@@ -65,9 +65,9 @@ __all__ = [
     "render_png",
 ]
 
-#: Frozen layouts an explorer keeps (one per style and static key: the mask editor's T,
-#: say), so going back to a recent size blits instead of laying the figure out again.
-FROZEN_LAYOUTS = 6
+#: Frozen drawings an explorer keeps (one per style and static key), so going back to a
+#: recent size blits instead of drawing again: the mask editor's eight T in one style.
+FROZEN_LAYOUTS = 8
 
 #: The functions an explorer module defines, found by name (``static_key`` is optional).
 HOOKS = ("update", "draw", "refresh", "table", "readout")
