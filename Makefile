@@ -63,8 +63,9 @@ slides: setup
 	  --output-dir build/slides $(NB)
 
 # `make test` is `make test-fast`, the hub's environments, then `make test-browser`, what drives Chromium
-# (CONTRIBUTING.md): the browser tests, and the simulated class's smoke run (a hub, six students, one in Chromium; it
-# skips without the hub's environments unless ATTENTION_REQUIRE_HUB=1). pytest-xdist shares the
+# (CONTRIBUTING.md): the browser tests, the tests marked `hub` (the nbgrader loop) and the
+# simulated class's smoke run (a hub, six students, one in Chromium); the last two skip
+# without the hub's environments unless ATTENTION_REQUIRE_HUB=1. pytest-xdist shares the
 # other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs them in this
 # process). The browser tests run alone, in one process: they share one JupyterLab, one
 # Voila and one Chromium per session, and they time the page.
@@ -73,7 +74,7 @@ PYTEST := $(BIN)/python -m pytest
 CLASS_BENCHMARK := benchmarks/bench_class.py
 
 # Where npm is, `make test` also builds the hub's environments and proxy the class smoke
-# needs (`make hub-setup`; under `make -j2`, as .ci/run runs it, beside `make test-fast`);
+# and the grading tests need (`make hub-setup`; under `make -j2`, as .ci/run runs it, beside `make test-fast`);
 # without npm the smoke says so and skips.
 HUB_FOR_TESTS := $(if $(shell command -v npm),hub-setup)
 test: test-fast $(HUB_FOR_TESTS)
@@ -81,6 +82,7 @@ test: test-fast $(HUB_FOR_TESTS)
 
 test-browser: setup
 	$(PYTEST) -m browser
+	$(PYTEST) -m hub
 	$(BIN)/python $(CLASS_BENCHMARK) --smoke
 
 # pytest exits 5 when it collects nothing: accepted for the notebook step only when
@@ -89,7 +91,7 @@ test-browser: setup
 test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(PYTEST) -m "not browser" -n $(WORKERS)
+	$(PYTEST) -m "not browser and not hub" -n $(WORKERS)
 ifeq ($(NOTEBOOKS),)
 	@echo "No notebooks yet: nbval step skipped."
 else
@@ -161,7 +163,7 @@ hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
 	exit 1; }
 	cd hub && node check_node.js && npm ci --no-audit --no-fund
 
-hub-setup: instructor singleuser proxy
+hub-setup: instructor singleuser proxy grading-kernel
 
 # The copy students pull: this checkout's HEAD without the instructor's files
 # (hub/students_copy.py says which), committed to $(STUDENTS_REPO), branch main.
@@ -185,3 +187,29 @@ lock-hub:
 	  --python-version 3.11 -q -o hub/constraints-singleuser.txt \
 	  --custom-compile-command "make lock-hub"
 	cd hub && npm install --package-lock-only --no-audit --no-fund
+
+# ---------------------------------------------------------------------------------------
+# Grading the exercises with nbgrader (docs/teaching.md, "Grading the exercises").
+# - grading-kernel: the series' Python ($(VENV), `make setup`) as the Jupyter kernel that
+#   hub/nbgrader/nbgrader_config.py tells autograde to run, registered in $(HUB_VENV)
+#   (ipykernel warns that .venv's own Jupyter would not look there; the instructor's does).
+# - course: the course directory $(COURSE) for a real class: its config and the master as
+#   the assignment's source (hub/nbgrader/course.py setup); nbgrader runs from there.
+# - grading-demo: nbgrader's whole loop for a simulated class with known answers, checked
+#   (hub/nbgrader/course.py demo; its own folder, build/grading-demo).
+COURSE ?= build/course
+EXCHANGE ?= build/exchange
+GRADING_KERNEL := $(HUB_VENV)/share/jupyter/kernels/attention-series/kernel.json
+
+.PHONY: grading-kernel course grading-demo
+
+grading-kernel: $(GRADING_KERNEL)
+$(GRADING_KERNEL): $(HUB_VENV)/.attention-installed | setup
+	$(BIN)/python -m ipykernel install --prefix $(abspath $(HUB_VENV)) --name attention-series \
+	  --display-name "Python 3 (attention series, for grading)"
+
+course: instructor
+	$(HUB_VENV)/bin/python hub/nbgrader/course.py setup --course $(COURSE) --exchange $(EXCHANGE)
+
+grading-demo: grading-kernel
+	$(HUB_VENV)/bin/python hub/nbgrader/course.py demo

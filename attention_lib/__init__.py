@@ -16,6 +16,8 @@ One idea per module:
   walkthrough's step-by-step numbers (notebook 06)
 * :mod:`attention_lib.plots` - every figure of the series, one style, a board style
 * :mod:`attention_lib.widgets` - the interactive explorers (one module each) and their shell
+* :mod:`attention_lib.source` - :func:`show_source`, a library function's code on the
+  notebook page (how the notebooks show the chapter's listings)
 * :mod:`attention_lib.pitfalls` - deliberately WRONG variants, each documented as wrong
   (import them as ``from attention_lib import pitfalls``; never re-exported here)
 
@@ -61,6 +63,7 @@ from .masks import (
     valid_from_lengths,
     validate_mask,
 )
+from .source import show_source
 from .streaming import (
     OnlineSoftmaxTrace,
     StreamingCache,
@@ -119,6 +122,7 @@ __all__ = [
     "random_scores",
     "relative_error",
     "saturation_stats",
+    "show_source",
     "softmax_backward",
     "softmax_entropy",
     "softmax_jacobian_norm",

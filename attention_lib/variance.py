@@ -3,7 +3,8 @@
 With independent, zero-mean, unit-variance entries, ``q . k`` has mean 0 and
 variance ``d_k`` (eq. 19.2). Unscaled scores therefore spread out as ``d_k``
 grows, the softmax saturates (one weight near 1, entropy near 0) and its
-gradient shrinks. The functions here measure each of those effects.
+Jacobian shrinks: the weights stop responding to their scores. The functions
+here measure each of those effects.
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ def dot_product_variance(width, samples=50_000, seed=19):
     The chapter's listing draws two ``(samples, width)`` arrays at once, which
     is 3.3 GB at width 4096. This version draws them in chunks of rows and
     merges the chunk statistics exactly (Chan et al.'s pairwise update), so the
-    memory is bounded. The random stream is consumed in a different order than
-    the listing's, so the estimate differs from it in the last digits but has
-    the same distribution.
+    memory is bounded. While one chunk holds every sample (``samples <= 2**20 //
+    width``: the default 50,000 samples up to width 20) it draws the listing's
+    very pairs and agrees with it to the last digits. With more chunks the same
+    random stream is cut into different pairs, so the estimate is another sample
+    of the same distribution: it differs from the listing's by the order of one
+    standard error (:func:`variance_standard_error`; 1.4 of them at width 64),
+    not in the last digits.
 
     Parameters
     ----------
@@ -168,8 +173,10 @@ def softmax_entropy(weights):
 def softmax_jacobian_norm(weights):
     """Frobenius norm of the softmax Jacobian ``diag(a) - a a^T`` for each row ``a``.
 
-    It measures how strongly the weights respond to the scores: it vanishes
-    when the softmax saturates on one key. Computed in closed form,
+    It measures how strongly the weights respond to the scores: nudge every
+    score by a small independent random amount ``eps * z`` (``z`` standard
+    normal) and the weights move by ``eps * ||J||`` in root mean square. It
+    vanishes when the softmax saturates on one key. Computed in closed form,
     ``||J||^2 = sum a^2 - 2 sum a^3 + (sum a^2)^2``, without building ``J``.
 
     Parameters

@@ -105,6 +105,10 @@ c.Spawner.environment = {
     # spin against the other students' (FIELD-NOTES: they spin after every call).
     "OPENBLAS_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
+    # glibc keeps freed blocks of a size it has seen freed before (its mmap threshold rises
+    # to 32 MiB); a fixed threshold hands every array of 256 KiB and more back when freed:
+    # 06 and 08 end 13-20 MiB lower (docs/results/bench_kernel_memory.md).
+    "MALLOC_MMAP_THRESHOLD_": "262144",
     "JUPYTERHUB_ACTIVITY_INTERVAL": str(ACTIVITY_INTERVAL),
 }
 

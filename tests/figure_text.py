@@ -8,8 +8,10 @@ column is shrunk by JupyterLab to the column, which shrinks its text too.
 Used in two places: ``tests/test_figure_text.py`` measures the live explorers,
 and ``tests/nbval_figure_text.py`` loads this file into each notebook's kernel
 under nbval, where :func:`watch_printed_figures` measures every figure as the
-inline backend turns it into a PNG. Only matplotlib is imported here: the
-kernel loads nothing else on the notebook's behalf.
+inline backend turns it into a PNG. The browser tests load it into their
+servers' kernels, where :func:`note_png_text` notes every PNG's smallest text for
+the page to scale (tests/browser/README.md). Only matplotlib (and Pillow, which
+it uses) is imported here: the kernel loads nothing else on the notebook's behalf.
 """
 
 from __future__ import annotations
@@ -65,3 +67,56 @@ def printed_report():
     """How many figures were printed, and ``(figure number, text, CSS px)`` of each too small."""
     small = [(n, *pair) for n, found in enumerate(printed, 1) for pair in too_small(found)]
     return {"figures": len(printed), "too_small": small, "min_px": MIN_TEXT_PX}
+
+
+def smallest_drawn_text(fig):
+    """``(CSS px at the figure's dpi, text)`` of the smallest text of a figure just drawn.
+
+    No new draw (the explorers blit): the texts and their positions are those of
+    the last draw. ``(inf, "")`` for a figure without text.
+    """
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    # the smallest first: usually only one extent is computed
+    for text in sorted(texts, key=Text.get_fontsize):
+        if text.get_window_extent(renderer).overlaps(fig.bbox):
+            return text.get_fontsize() * fig.dpi / 72, text.get_text()
+    return float("inf"), ""
+
+
+def note_png_text(log_path):
+    """From now on, append ``{"sha256", "px", "text"}`` to ``log_path`` for every PNG
+    made from a matplotlib figure (inline backend and ``savefig`` alike, and the
+    explorers' own encoder): the smallest text in the PNG's own pixels.
+
+    The browser tests load this into their servers' kernels: the page knows how
+    much each image is scaled, only the kernel knows its text. Both encoders read
+    the canvas' buffer (``buffer_rgba``) and then save a PNG with Pillow, so the
+    figure is noted at the first and the PNG's bytes hashed at the second.
+    """
+    import hashlib
+    import io
+    import json
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    pending = []
+    buffer_rgba = FigureCanvasAgg.buffer_rgba
+    save = Image.Image.save
+
+    def noting_buffer_rgba(canvas):
+        pending[:] = [smallest_drawn_text(canvas.figure)]
+        return buffer_rgba(canvas)
+
+    def hashing_save(image, fp, format=None, **params):
+        result = save(image, fp, format, **params)
+        if pending and isinstance(fp, io.BytesIO) and str(format).lower() == "png":
+            px, text = pending.pop()
+            digest = hashlib.sha256(fp.getvalue()).hexdigest()
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"sha256": digest, "px": px, "text": text}) + "\n")
+        return result
+
+    FigureCanvasAgg.buffer_rgba = noting_buffer_rgba
+    Image.Image.save = hashing_save

@@ -21,7 +21,7 @@ from attention_lib import (
 def problem():
     """The notebook's setting: T = 4, d_k = d_v = 3, causal mask, loss = sum(G * O)."""
     rng = np.random.default_rng(4)
-    Q, K, V, G = rng.standard_normal((4, 4, 3))
+    Q, K, V, G = (rng.standard_normal((4, 3)) for _ in range(4))  # drawn as the notebook draws them
     mask = causal_mask(4)
     output, cache = attention_forward(Q, K, V, mask, return_cache=True)
     return {"Q": Q, "K": K, "V": V, "G": G, "mask": mask, "O": output, "cache": cache}
@@ -123,7 +123,7 @@ def test_claim5_full_backward_passes_and_planted_sign_error_is_caught(problem):
 
     p = problem
     report = check_attention_gradients(p["Q"], p["K"], p["V"], mask=p["mask"])
-    assert report.passed
+    assert report.passed and max(report.errors.values()) < 1e-8  # the bound gradcheck states
     planted = check_attention_gradients(
         p["Q"], p["K"], p["V"], mask=p["mask"], backward=attention_backward_with_sign_error
     )
@@ -141,15 +141,6 @@ def test_rowsum_identity_used_by_flashattention_and_flashattention2(problem):
 
 
 # Claims added with the corrections of issue 13.
-
-
-def test_notebook_setup_draws_the_same_numbers_with_named_shapes():
-    """The notebook draws Q, K, V, G as four (T, d) arrays; the stream is the fixture's."""
-    rng = np.random.default_rng(4)
-    named = [rng.standard_normal((4, 3)) for _ in range(4)]
-    stacked = np.random.default_rng(4).standard_normal((4, 4, 3))
-    for one, other in zip(named, stacked, strict=True):
-        np.testing.assert_array_equal(one, other)
 
 
 @pytest.mark.parametrize("seed", range(5))

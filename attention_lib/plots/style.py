@@ -20,10 +20,12 @@ moves, as a small named tuple (an explorer's scene is made of these).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -134,6 +136,10 @@ STYLES = {
         "marker": 12,
         "hatch_width": 2.0,
         "figsize": (12.0, 7.0),
+        # A static figure is shown at most as wide as the board page's column, 1170
+        # CSS px at 1280 x 720: at 14 inches its smallest type (18 pt, 37.5 px at
+        # STATIC_DPI) still shows at 21 px there, however many columns of axes.
+        "max_figwidth": 14.0,
     },
 }
 
@@ -283,7 +289,8 @@ def new_figure(
     spec = STYLES[style]
     if figsize is None:
         width, height = spec["figsize"]
-        figsize = (width * min(ncols, 2) ** 0.75, height * min(max(nrows, 1), 2) ** 0.75)
+        width = min(width * min(ncols, 2) ** 0.75, spec.get("max_figwidth", np.inf))
+        figsize = (width, height * min(max(nrows, 1), 2) ** 0.75)
     with series_style(style):
         if pyplot:
             import matplotlib.pyplot as plt
@@ -297,10 +304,33 @@ def new_figure(
         setattr(fig, _STYLE_ATTRIBUTE, style)
         if nrows == 0:
             return fig, None
+        if style == "board":
+            each = {"axes_class": _BoardAxes, **subplot_kw.get("subplot_kw", {})}
+            subplot_kw = {**subplot_kw, "subplot_kw": each}
         axes = fig.subplots(nrows, ncols, squeeze=squeeze, **subplot_kw)
         for ax in np.ravel(axes):
             _style_axes(ax, style)
     return fig, axes
+
+
+def _in_board_style(method):
+    @functools.wraps(method)
+    def styled(self, *args, **kwargs):
+        with series_style("board"):
+            return method(self, *args, **kwargs)
+
+    return styled
+
+
+class _BoardAxes(Axes):
+    """Axes of a board figure: a legend, text, annotation or title that a notebook
+    cell adds later, outside any style block, still gets the board's type sizes
+    (matplotlib fixes a text's size from the rcParams of the moment it is made)."""
+
+    legend = _in_board_style(Axes.legend)
+    text = _in_board_style(Axes.text)
+    annotate = _in_board_style(Axes.annotate)
+    set_title = _in_board_style(Axes.set_title)
 
 
 def _style_axes(ax, style):

@@ -48,6 +48,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 #: A projector, and the size the issue measures at.
 FULL_HD = {"width": 1920, "height": 1080}
+#: A students' laptop (issue 21): in JupyterLab's default layout, every explorer
+#: fits the notebook panel and its figure's text is at least LAPTOP_MIN_TEXT_PX.
+LAPTOP = {"width": 1366, "height": 768}
+LAPTOP_MIN_TEXT_PX = 12.0
 #: Browser zoom of the accessibility check.
 ZOOM = 1.5
 #: The browser may enlarge the figure by at most this much (issue 12, "Sharp").
@@ -313,6 +317,27 @@ REACHABLE_JS = """el => {
             box: [b.left, b.top, b.width, b.height].map(Math.round)};
 }"""
 
+# Every image shown inside ``container`` (a closed answer's are not shown): the
+# SHA-256 of its bytes (what the kernel noted its text under), its displayed and
+# its own width, and the explorer it belongs to (index on the page) if any.
+SHOWN_IMAGES_JS = """async container => {
+    const explorers = [...document.querySelectorAll(container + ' .attn-explorer')];
+    const found = [];
+    for (const img of document.querySelectorAll(container + ' img')) {
+        const box = img.getBoundingClientRect();
+        if (!img.src || box.width === 0 || !img.naturalWidth) continue;
+        const bytes = await (await fetch(img.src)).arrayBuffer();
+        const digest = await crypto.subtle.digest('SHA-256', bytes);
+        const explorer = img.closest('.attn-explorer');
+        found.push({
+            sha256: [...new Uint8Array(digest)].map(b => b.toString(16).padStart(2, '0')).join(''),
+            shown_width: box.width, natural_width: img.naturalWidth,
+            explorer: explorer ? explorers.indexOf(explorer) : null,
+        });
+    }
+    return found;
+}"""
+
 SLIDER_STATE_JS = """h => ({now: parseFloat(h.getAttribute('aria-valuenow')),
     min: parseFloat(h.getAttribute('aria-valuemin')),
     max: parseFloat(h.getAttribute('aria-valuemax'))})"""
@@ -370,6 +395,9 @@ class ExplorerReport:
     # Timings over the latency budgets: reported, failing only when asked (see
     # LATENCY_VARIABLE): a shared machine's load can double them.
     slow: list[str] = dataclasses.field(default_factory=list)
+    # Figure text under LAPTOP_MIN_TEXT_PX at LAPTOP: its own list, for the
+    # explorers known to fall short there (test_browser_every_explorer.py).
+    laptop_text: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def exploring_presses(self) -> list[float]:
@@ -756,6 +784,50 @@ def zoom_problems(page: Page, root: Locator) -> tuple[dict[str, Any], list[str]]
     }, problems
 
 
+def figure_text_on_page(
+    page: Page, container: str, noted: dict[str, tuple[float, str]], floor: float
+) -> list[dict[str, Any]]:
+    """The smallest text of every figure shown inside ``container``, in CSS px as shown.
+
+    ``noted`` is what the kernels noted per PNG (``LocalJupyterServer.figure_texts``):
+    the smallest text in the PNG's own pixels, times the image's displayed / own
+    width, is that text as shown. One entry per image, in page order; its
+    ``problem`` says what fails: a text under ``floor``, or an image no kernel
+    noted (not measured: a figure that is not a matplotlib PNG).
+    """
+    figures = []
+    for number, image in enumerate(page.evaluate(SHOWN_IMAGES_JS, container), 1):
+        scale = image["shown_width"] / image["natural_width"]
+        explorer = image["explorer"]
+        where = f"explorer {explorer}'s figure" if explorer is not None else f"figure {number}"
+        figure = {"figure": where, "explorer": explorer, "scale": round(scale, 3)}
+        if image["sha256"] not in noted:
+            figure["problem"] = f"{where}: no kernel noted its text (not a matplotlib PNG?)"
+        else:
+            px, text = noted[image["sha256"]]
+            figure.update(min_text_px=_round(px * scale), text=text)
+            if px * scale < floor:
+                figure["problem"] = (
+                    f"{where}: text {text!r} is {px * scale:.1f} CSS px as shown "
+                    f"({px:.1f} px drawn, shown at {scale:.2f}x), under {floor:g}"
+                )
+        figures.append(figure)
+    return figures
+
+
+def set_viewport(page: Page, size: dict[str, int]) -> None:
+    """A window of ``size`` CSS px at 1 device pixel per CSS pixel (undoes set_zoom)."""
+    session = page.context.new_cdp_session(page)
+    session.send("Emulation.clearDeviceMetricsOverride")
+    page.set_viewport_size(size)
+    page.wait_for_function(
+        "([w, h]) => window.innerWidth === w && window.innerHeight === h "
+        "&& window.devicePixelRatio === 1",
+        arg=[size["width"], size["height"]],
+    )
+    time.sleep(0.3)  # JupyterLab and the board page re-lay out on resize
+
+
 def set_zoom(page: Page, zoom: float) -> None:
     """Browser zoom as layout sees it: the 1920x1080 window at ``zoom`` has a
     CSS viewport 1/zoom as large and ``zoom`` device pixels per CSS pixel.
@@ -832,7 +904,42 @@ def measure_notebook(frontend: Any, notebook: str) -> list[ExplorerReport]:
     for report in reports:
         report.zoom, problems = zoom_problems(page, roots.nth(report.index))
         report.problems += problems
+    started = time.monotonic()
+    measure_laptop(frontend, reports)
+    for report in reports:
+        report.geometry["laptop"]["seconds_for_the_page"] = round(time.monotonic() - started, 1)
     return reports
+
+
+def measure_laptop(frontend: Any, reports: list[ExplorerReport]) -> None:
+    """The same page in a LAPTOP window: each explorer's height against the
+    notebook panel, and its figure's smallest text as shown."""
+    page = frontend.page
+    set_viewport(page, LAPTOP)
+    roots = page.locator(EXPLORER_ROOTS)
+    for report in reports:
+        root = roots.nth(report.index)
+        root.evaluate("el => el.scrollIntoView({block: 'start'})")
+        wait_for_figure(page, root)
+        geometry = measure_geometry(page, root)
+        report.geometry["laptop"] = geometry
+        if geometry["height"] > geometry["panel_height"]:
+            report.problems.append(
+                f"at {LAPTOP['width']}x{LAPTOP['height']}: {geometry['height']:.0f} px tall, "
+                f"the notebook panel shows {geometry['panel_height']:.0f} px"
+            )
+    figures = figure_text_on_page(
+        page, ".jp-NotebookPanel", frontend.server.figure_texts(), LAPTOP_MIN_TEXT_PX
+    )
+    for figure in figures:
+        if figure["explorer"] is None:
+            continue  # the bar is the explorers'; static figures are measured at 1920 (nbval)
+        report = reports[figure["explorer"]]
+        report.geometry["laptop"]["text"] = figure
+        if "problem" in figure:
+            report.laptop_text.append(
+                f"at {LAPTOP['width']}x{LAPTOP['height']}: {figure['problem']}"
+            )
 
 
 def summary_lines(results: dict[str, list[ExplorerReport]]) -> list[str]:

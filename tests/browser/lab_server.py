@@ -34,6 +34,20 @@ from .notebook_registry import REPO
 
 # Imported by the JupyterLab server at start-up: it records what the server reaches.
 SERVER_AUDIT = Path(__file__).resolve().parent / "server_audit"
+FIGURE_TEXT = REPO / "tests" / "figure_text.py"
+# An IPython start-up file of the servers' kernels: every PNG they make is noted with
+# its smallest text (figure_text.note_png_text), so the page's scale of it gives the
+# text as shown. It leaves no name behind in the notebook's namespace.
+NOTE_PNG_TEXT = f"""
+def _note_png_text():
+    import importlib.util, os
+    spec = importlib.util.spec_from_file_location("_figure_text", {str(FIGURE_TEXT)!r})
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.note_png_text(os.environ["ATTENTION_FIGURE_TEXT_LOG"])
+_note_png_text()
+del _note_png_text
+"""
 
 
 def free_port() -> int:
@@ -107,6 +121,11 @@ class LocalJupyterServer:
             path = self.workdir / sub
             path.mkdir()
             dirs[var] = str(path)
+        startup = self.workdir / "ipython" / "profile_default" / "startup"
+        startup.mkdir(parents=True)
+        (startup / "00-note-png-text.py").write_text(NOTE_PNG_TEXT, encoding="utf-8")
+        self.figure_text_log = self.workdir / "figure-text.jsonl"
+        dirs["ATTENTION_FIGURE_TEXT_LOG"] = str(self.figure_text_log)
         env = dict(os.environ, **dirs)
         # The inline backend is what students get; a test runner's MPLBACKEND=Agg
         # would make plt.show() draw nothing in the kernel.
@@ -157,6 +176,16 @@ class LocalJupyterServer:
             f"{self.name} did not answer on {self.base_url} within {timeout:.0f} s; "
             f"log:\n{self.log_text()[-3000:]}"
         )
+
+    def figure_texts(self) -> dict[str, tuple[float, str]]:
+        """SHA-256 of every PNG the kernels made -> (its smallest text in the PNG's
+        pixels, that text)."""
+        try:
+            lines = self.figure_text_log.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return {}
+        entries = (json.loads(line) for line in lines if line.strip())
+        return {e["sha256"]: (e["px"], e["text"]) for e in entries}
 
     def log_text(self) -> str:
         try:

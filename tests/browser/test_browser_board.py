@@ -12,12 +12,21 @@ in artifacts/browser/. The template's cell tags are proven on a fixture.
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
-from .browser_harness import BrowserCheckError, Expectation, check_explorer, guarded
+from .browser_harness import (
+    BrowserCheckError,
+    Expectation,
+    Explorer,
+    check_explorer,
+    guarded,
+)
 from .conftest import ARTIFACTS
+from .explorer_measures import figure_text_on_page, set_viewport, wait_for_figure
 from .notebook_registry import NOTEBOOKS, REPO, notebooks_to_drive
 from .voila_frontend import BOARD_VIEWPORT
 
@@ -25,6 +34,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 # Body text against its page: WCAG AA asks for 4.5 for normal text.
 MIN_CONTRAST = 4.5
+#: The projectors of issue 21: every board page is measured at each (one page load,
+#: the window resized: nothing on the page depends on the width it was loaded at).
+BOARD_SCREENS = [BOARD_VIEWPORT, {"width": 1280, "height": 720}]
+#: Every text in every figure on a board page, static or live, at least this as shown.
+BOARD_MIN_TEXT_PX = 14.0
 NO_EXPLORER = Expectation(has_explorer=False, reason="no live widget: rendered and checked only")
 
 
@@ -81,9 +95,65 @@ def test_board_page_light(path, board):
     check_explorer(board, path, PLAN[path], screenshot)
     check_board_page(board, path)
     explorer = board.explorer() if PLAN[path].has_explorer else None
-    if explorer is not None:
-        check_fits_screen(board, explorer, path)
     board.screenshot_at(explorer, screenshot)
+    problems = check_screens(board, path)
+    assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+
+
+def check_screens(frontend, path: str) -> list[str]:
+    """At every size of BOARD_SCREENS, with every answer open: each explorer fits
+    the window, and every figure's text is at least BOARD_MIN_TEXT_PX as shown.
+    The numbers go to artifacts/browser/screens.json; returns the problems."""
+    page = frontend.page
+    page.evaluate(
+        """() => document.querySelectorAll('.board-reveal[aria-expanded="false"]')
+            .forEach(button => button.click())"""
+    )
+    roots = page.locator("#rendered_cells .attn-explorer")
+    measured, problems = {}, []
+    for size in BOARD_SCREENS:
+        screen = f"{size['width']}x{size['height']}"
+        started = time.monotonic()
+        set_viewport(page, size)
+        explorers = []
+        for i in range(roots.count()):
+            wait_for_figure(page, roots.nth(i))
+            box = frontend.explorer_box(Explorer.within(roots.nth(i)))
+            explorers.append({"width": round(box["width"]), "height": round(box["height"])})
+            if box["width"] > size["width"] or box["height"] > size["height"]:
+                problems.append(
+                    f"at {screen}: explorer {i} is {box['width']:.0f}x{box['height']:.0f} "
+                    "CSS px, larger than the window"
+                )
+        figures = figure_text_on_page(
+            page, "#rendered_cells", frontend.server.figure_texts(), BOARD_MIN_TEXT_PX
+        )
+        problems += [f"at {screen}: {f['problem']}" for f in figures if "problem" in f]
+        if screen != "1920x1080":
+            frontend.screenshot_at(
+                Explorer.within(roots.first) if roots.count() else None,
+                ARTIFACTS / f"board-{Path(path).stem}-{screen}.png",
+            )
+        measured[screen] = {
+            "explorers": explorers,
+            "figures": figures,
+            "seconds": round(time.monotonic() - started, 1),  # what this size adds
+            "load_average_1min": round(os.getloadavg()[0], 2),
+        }
+    record_screens(f"board {path}", measured)
+    return problems
+
+
+def record_screens(page_name: str, measured: dict) -> None:
+    """Keep one entry per page in artifacts/browser/screens.json, across runs."""
+    results = ARTIFACTS / "screens.json"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(results.read_text()) if results.exists() else {}
+    data[page_name] = {
+        "measured": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        **measured,
+    }
+    results.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
 
 
 @pytest.mark.parametrize("path", PARAMS)

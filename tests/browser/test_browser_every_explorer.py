@@ -38,6 +38,19 @@ pytestmark = [pytest.mark.browser]
 
 PATHS = [p for p, expect in notebooks_to_drive().items() if expect.has_explorer]
 
+#: Explorers whose default-style figure text is under LAPTOP_MIN_TEXT_PX at 1366x768
+#: (measured, 2026-12-01): they are drawn for 1480 px with 17-18.5 px type, and
+#: JupyterLab's default layout there has a 934 px column, so they show at 0.63x
+#: (9.6-11.7 px). Reaching 12 px needs the default style's sizes or the kernel to
+#: learn the column's width (issue 21); until then the test xfails on exactly these,
+#: and fails if one of them becomes readable (take it off the list) or another falls short.
+LAPTOP_TEXT_SHORT = {
+    "notebooks/01_soft_lookup.ipynb",
+    "notebooks/03_masks.ipynb",
+    "notebooks/05_self_and_cross.ipynb",
+    "notebooks/08_in_practice.ipynb",
+}
+
 
 def _merge(name: str, notebook: str, entry: object) -> None:
     """Keep one entry per notebook in artifacts/browser/<name>, across runs."""
@@ -75,6 +88,11 @@ def test_every_explorer_meets_the_bar(path, lab, screenshot_path):
         for p in r.problems + (r.slow if enforce else [])
     ]
     assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+    short = [f"explorer {r.index}: {p}" for r in reports for p in r.laptop_text]
+    if path in LAPTOP_TEXT_SHORT:
+        assert short, f"{path}: readable at 1366x768 now: take it off LAPTOP_TEXT_SHORT"
+        pytest.xfail("known: " + "; ".join(short))
+    assert not short, f"{path}:\n  " + "\n  ".join(short)
 
 
 FIXTURE = "fixtures/explorer_bar.ipynb"
@@ -89,7 +107,7 @@ def test_the_checks_pass_a_good_explorer_and_catch_a_bad_one(lab, screenshot_pat
     finally:
         screenshot_path.parent.mkdir(parents=True, exist_ok=True)
         lab.page.screenshot(path=str(screenshot_path))
-    assert good.problems == [], good.problems
+    assert good.problems == [] and good.laptop_text == [], good.problems + good.laptop_text
     assert [(c.name, c.kind, len(c.src_ms)) for c in good.controls] == [
         ("n", "slider", 5),
         ("board", "toggle", 6),
@@ -97,6 +115,7 @@ def test_the_checks_pass_a_good_explorer_and_catch_a_bad_one(lab, screenshot_pat
     assert good.geometry["board"]["board"] is False  # a hand-built explorer: no attn-board class
     expected = [
         r"default style: \d{4} px tall, the notebook panel shows \d{3} px",
+        r"at 1366x768: \d{4} px tall, the notebook panel shows \d{3} px",
         r"default style: the readout's text needs \d+ px more than its box",
         r"default style: figure enlarged [45]\.\d\dx by the browser \(\d+ px shown, 300 px drawn\)",
         r"median key press to new figure \d{3} ms over 5 presses, board toggle aside",
