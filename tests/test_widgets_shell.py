@@ -633,3 +633,29 @@ def test_a_secondary_axis_of_the_scene_is_blitted_like_the_figures_axes():
         explorer.set(angle=angle)
         fresh = render_png(spec.figure(explorer.state))
         np.testing.assert_array_equal(_pixels(explorer.png), _pixels(fresh))
+
+
+def test_a_forgotten_drawing_is_drawn_again_without_a_layout_pass(monkeypatch):
+    # The mask editor's T is its static key; with more of them than are kept frozen,
+    # going back to one drawn before puts its layout back instead of running
+    # the layout engine, and draws the same pixels as a fresh explorer does.
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    from attention_lib.widgets.mask_editor import MAX_LENGTH, mask_editor_explorer
+
+    passes = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(
+        ConstrainedLayoutEngine, "execute", lambda self, fig: passes.append(1) or execute(self, fig)
+    )
+    from attention_lib.widgets import _shell
+
+    monkeypatch.setattr(_shell, "FROZEN_LAYOUTS", 3)  # fewer than the editor's T
+    lengths = range(1, MAX_LENGTH + 1)
+    editor = mask_editor_explorer(length=1, style="board")
+    for length in [*lengths, *lengths]:
+        editor.set(length=length)
+    assert len(passes) == MAX_LENGTH, "one layout pass per T, however often T comes back"
+    fresh = mask_editor_explorer(length=1, style="board")
+    fresh.set(length=MAX_LENGTH)
+    assert not np.any(_pixels(editor.png) != _pixels(fresh.png))

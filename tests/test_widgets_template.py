@@ -85,18 +85,6 @@ FRAME_CHANGES = {
 
 SPECS = available_explorers()
 
-#: Explorers not yet converted to issue 22's contract (scene, one layout, declared buttons,
-#: follow, docstrings): the tests of those rules are expected to fail for them while the
-#: refactor runs (phases 2 and 3). Convert an explorer, delete its name here; the lead
-#: removes this set at the end of phase 3. Strict: a converted explorer left here fails.
-NOT_YET_CONVERTED = set()
-
-
-def _new_rule(failing=NOT_YET_CONVERTED):
-    """The explorers' names as parameters, expected to fail for those of ``failing``."""
-    mark = pytest.mark.xfail(strict=True, reason="not yet on issue 22's explorer contract")
-    return [pytest.param(n, marks=mark) if n in failing else n for n in sorted(SPECS)]
-
 
 def _module(spec):
     return importlib.import_module(spec.factory.__module__)
@@ -122,10 +110,9 @@ def test_the_spec_holds_the_modules_functions(name):
     assert spec.factory is getattr(module, f"{name}_explorer")
 
 
-@pytest.mark.parametrize("name", _new_rule())
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_spec_is_made_from_the_module_by_name(name):
     spec = SPECS[name]
-    assert not spec.legacy
     found = ExplorerSpec.from_module(
         _module(spec).__name__,
         title=spec.title,
@@ -154,7 +141,7 @@ def test_the_explorer_is_the_shells_with_its_buttons_declared(name):
     explorer.close()
 
 
-@pytest.mark.parametrize("name", _new_rule())
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_all_is_the_factory_the_spec_update_and_the_state_type(name):
     spec = SPECS[name]
     module = _module(spec)
@@ -165,7 +152,7 @@ def test_all_is_the_factory_the_spec_update_and_the_state_type(name):
     explorer.close()
 
 
-@pytest.mark.parametrize("name", _new_rule())
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_docstrings_teach_the_factory_and_update_and_name_the_hooks(name):
     spec = SPECS[name]
     for function in (spec.factory, spec.update):
@@ -204,7 +191,7 @@ def _shell_work(source):
     return found
 
 
-@pytest.mark.parametrize("name", _new_rule())
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_module_leaves_wiring_layout_and_resolution_to_the_shell(name):
     assert _shell_work(inspect.getsource(_module(SPECS[name]))) == []
 
@@ -224,7 +211,7 @@ def test_the_source_check_finds_what_it_looks_for():
     assert lines == {2, 3, 4, 5, 6}, _shell_work(source)
 
 
-@pytest.mark.parametrize("name", _new_rule())
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_draw_returns_the_scene_and_refresh_moves_it(name):
     spec = SPECS[name]
     explorer = spec.factory()

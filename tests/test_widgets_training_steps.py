@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from explorer_asserts import assert_same_state
 from layout_asserts import assert_texts_inside_and_apart, drawn_figure, smallest_font_px
+from matplotlib.legend import Legend
 from matplotlib.patches import Rectangle
+from matplotlib.spines import Spine
 
 from attention_lib import plots
 from attention_lib.tiny_layer import (
@@ -158,3 +160,10 @@ def test_bad_input_is_refused_by_name():
         ts.update(0, run={"losses": []})
     with pytest.raises(ValueError, match="step_index must be between 0 and 30"):
         ts.training_steps_explorer(step_index=40)
+
+
+def test_a_step_redraws_the_stem_and_marker_alone_not_the_legend_or_spines():
+    explorer = ts.training_steps_explorer(style="default")
+    explorer.set(step_index=3)
+    blitted = explorer._frozen[explorer._shown].blitted
+    assert not [a for a in blitted if isinstance(a, Legend | Spine)]

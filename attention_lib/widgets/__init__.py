@@ -31,9 +31,11 @@ to copy. It defines, by these names:
 Layout: the module does none. ``draw`` makes its axes with ``fig.subplots``
 (ratios, ``sharey``...) and no margins, positions or resolution; the shell
 gives it a figure of ``figsize`` inches rendered ``display_width_px`` pixels
-wide, runs matplotlib's constrained layout once per frozen drawing (style and
-``static_key``), switches it off, then calls ``refresh``: anything placed by
-pixel geometry (labels clear of arrows) is placed there, after the layout.
+wide, runs matplotlib's constrained layout once per style and ``static_key``
+(a key drawn again, after its drawing left the frozen ones, gets the axes'
+positions back without a layout pass), switches it off, then calls
+``refresh``: anything placed by pixel geometry (labels clear of arrows) is
+placed there, after the layout.
 
 Blitting: the shell draws the scene, in the z-order a fresh render uses, over
 a cached background of everything else, redrawing on top the still artists of

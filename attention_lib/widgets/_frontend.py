@@ -34,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anywidget
+import ipywidgets
 
 __all__ = ["BACK_CLASS", "NEXT_CLASS", "ExplorerFrontend", "presenter_buttons"]
 
@@ -106,8 +107,6 @@ def presenter_buttons(next_button, back_button=None):
     >>> next_button._dom_classes, back_button._dom_classes
     (('attn-next',), ('attn-back',))
     """
-    import ipywidgets
-
     for name, button, css in (
         ("next_button", next_button, NEXT_CLASS),
         ("back_button", back_button, BACK_CLASS),

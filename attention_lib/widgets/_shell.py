@@ -22,8 +22,9 @@ wide (the notebook column at 1920 x 1080; less for an explorer that shows a
 control beside its figure, ``display_width_px``) and shown at that size or
 smaller, never stretched, so a projector gets sharp text. Rendering that many
 pixels is affordable because a change only blits the scene onto a cached
-background of everything else, a few recent layouts are kept frozen (going
-back to an earlier size costs a blit, not a relayout), and the PNG is encoded
+background of everything else, a few recent drawings are kept frozen (going
+back to an earlier size costs a blit; to an older one, a drawing with the axes
+where its one layout pass put them), and the PNG is encoded
 straight from the Agg buffer, without alpha, at zlib level 1.
 """
 
@@ -46,8 +47,8 @@ import traitlets
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure, FigureBase
-from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.text import Text
 from PIL import Image as PILImage
 
@@ -64,9 +65,9 @@ __all__ = [
     "render_png",
 ]
 
-#: Frozen layouts an explorer keeps (one per style and static key: the mask editor's T,
-#: say), so going back to a recent size blits instead of laying the figure out again.
-FROZEN_LAYOUTS = 6
+#: Frozen drawings an explorer keeps (one per style and static key), so going back to a
+#: recent size blits instead of drawing again: the mask editor's eight T in one style.
+FROZEN_LAYOUTS = 8
 
 #: The functions an explorer module defines, found by name (``static_key`` is optional).
 HOOKS = ("update", "draw", "refresh", "table", "readout")
@@ -104,9 +105,6 @@ class ExplorerSpec(NamedTuple):
         Width the figure is rendered and shown at, in CSS pixels; default
         :data:`~attention_lib.plots.DISPLAY_WIDTH_PX` (the whole column). An
         explorer that shows controls beside its figure takes less.
-    legacy : bool
-        Transitional (issue 22): the explorer still has the old hooks,
-        ``refresh(fig, state) -> artists`` in blitting order.
 
     Examples
     --------
@@ -135,7 +133,6 @@ class ExplorerSpec(NamedTuple):
     board_figsize: tuple[float, float] | None = None
     static_key: Callable[[Any], Any] | None = None
     display_width_px: int | None = None
-    legacy: bool = False
 
     @classmethod
     def from_module(cls, module, *, title, figsize, board_figsize=None, display_width_px=None):
@@ -248,17 +245,16 @@ class ExplorerSpec(NamedTuple):
         ('board', 1480)
         """
         style = plots.figure_style(None, style)
-        figsize = self.figsize_for(style)
         with plots.series_style(style):
-            fig, _ = plots.new_figure(
-                0,
-                figsize=figsize,
-                style=style,
-                pyplot=pyplot,
-                dpi=live_dpi(figsize, self.display_width_px),
-            )
+            fig = self._new_figure(style, pyplot=pyplot)
             _draw_laid_out(self, fig, state)
         return fig
+
+    def _new_figure(self, style, *, pyplot=False):
+        """An empty figure of the explorer's size in ``style``, ``display_width_px`` wide."""
+        figsize = self.figsize_for(style)
+        dpi = live_dpi(figsize, self.display_width_px)
+        return plots.new_figure(0, figsize=figsize, style=style, pyplot=pyplot, dpi=dpi)[0]
 
 
 class Button(NamedTuple):
@@ -345,8 +341,6 @@ def render_png(fig, *, compress_level=1):
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     return _encode(canvas, compress_level)
@@ -403,24 +397,27 @@ def html_table(rows, header, *, caption=None, decimals=3):
     )
 
 
-def _draw_laid_out(spec, fig, state):
+def _draw_laid_out(spec, fig, state, layout=None):
     """Draw ``state`` on ``fig`` from scratch, lay it out once, freeze the layout, refresh.
 
-    Returns the scene (legacy explorers: the figure, which their refresh takes).
+    ``layout``, the axes' positions a layout pass found for the same style and
+    static key before, is put back instead of running the pass again (the
+    layout depends on the key alone, see :func:`_stand_ins`). Returns the scene
+    and the layout.
     """
     fig.clear()
     fig.set_layout_engine("constrained")
     scene = spec.draw(fig, state)
-    engine = fig.get_layout_engine()
-    # LEGACY (issue 22): explorers that placed their axes by hand switched the layout off
-    if fig.axes and not isinstance(engine, PlaceHolderLayoutEngine | type(None)):
-        with contextlib.nullcontext() if spec.legacy else _stand_ins(scene):
-            engine.execute(fig)
+    if layout is not None:
+        for ax, position in zip(fig.axes, layout, strict=True):
+            ax.set_position(position)
+    elif fig.axes:
+        with _stand_ins(scene):
+            fig.get_layout_engine().execute(fig)
+        layout = [ax.get_position(original=True) for ax in fig.axes]
     fig.set_layout_engine("none")
-    if spec.legacy:
-        scene = fig
     spec.refresh(scene, state)
-    return scene
+    return scene, layout
 
 
 @contextlib.contextmanager
@@ -676,6 +673,9 @@ class Explorer:
         self._notes = []  # note(state) callables for the batch's state
         # (style, static key) -> _Frozen, most recently shown last
         self._frozen = OrderedDict()
+        # (style, static key) -> the axes' positions its layout pass found: a drawing
+        # dropped from the frozen ones is drawn again without that pass
+        self._layouts = {}
         self._shown = None  # key of the drawing on show
 
         self.buttons = {}
@@ -765,11 +765,6 @@ class Explorer:
         return self._frozen[self._shown].fig
 
     @property
-    def _fig(self):
-        # LEGACY (issue 22): tests/test_figure_text.py reads explorer._fig; use .fig
-        return self.fig
-
-    @property
     def figure_dpi(self):
         """Resolution of the live figure (pixels per inch of its size)."""
         return self.fig.dpi
@@ -783,17 +778,6 @@ class Explorer:
     def png(self):
         """PNG bytes the browser currently shows."""
         return self.figure.value
-
-    def _make_figure(self):
-        figsize = self.spec.figsize_for(self.style)
-        fig, _ = plots.new_figure(
-            0,
-            figsize=figsize,
-            style=self.style,
-            pyplot=False,
-            dpi=live_dpi(figsize, self.display_width_px),
-        )
-        return fig
 
     def _mark_style(self):
         """The board class on the explorer: large readout and controls (``_frontend.css``)."""
@@ -959,9 +943,7 @@ class Explorer:
         if frozen is None:
             frozen = self._freeze(key, state)
         else:
-            moved = self.spec.refresh(frozen.scene, state)
-            if self.spec.legacy:
-                frozen = frozen._replace(blitted=list(moved))
+            self.spec.refresh(frozen.scene, state)
         self._frozen.move_to_end(key)
         self._shown = key
         canvas = frozen.fig.canvas
@@ -981,12 +963,9 @@ class Explorer:
         while len(self._frozen) >= FROZEN_LAYOUTS:  # reuse the least recently shown figure
             _, spare = self._frozen.popitem(last=False)
         same_style = spare is not None and plots.figure_style(spare.fig) == self.style
-        fig = spare.fig if same_style else self._make_figure()
-        scene = _draw_laid_out(self.spec, fig, state)
-        if self.spec.legacy:
-            blitted = list(self.spec.refresh(scene, state))
-        else:
-            blitted = _blitted(fig, scene)
+        fig = spare.fig if same_style else self.spec._new_figure(self.style)
+        scene, self._layouts[key] = _draw_laid_out(self.spec, fig, state, self._layouts.get(key))
+        blitted = _blitted(fig, scene)
         for artist in blitted:
             artist.set_animated(True)  # left out of canvas.draw(), blitted on top
         fig.canvas.draw()

@@ -16,10 +16,12 @@ moves the bars, lines and titles.
 
 from __future__ import annotations
 
+from math import erf, sqrt
 from typing import NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.ticker import LogLocator, MaxNLocator
 
 from .. import plots
 from ..variance import saturation_rows
@@ -131,8 +133,6 @@ def _magnitude_counts(scores):
 
 def _normal_reference_counts(n):
     """Expected counts per bin for |z| with z ~ N(0, 1): where the scale puts the scores."""
-    from math import erf, sqrt
-
     cdf = np.array([erf(b / sqrt(2.0)) for b in MAGNITUDE_BINS])  # P(|z| <= b)
     return n * np.diff(cdf)
 
@@ -199,6 +199,11 @@ def draw(fig, state):
     hist_ax.set_xscale("log")
     hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
     hist_ax.set_ylim(0.0, _HIST_PEAK * n)
+    if plots.figure_style(fig) == "board":
+        # The board's large type gets the ticks it had before the shared layout (which
+        # made the histogram larger): every 200 counts, every other decade.
+        hist_ax.yaxis.set_major_locator(MaxNLocator(4))
+        hist_ax.xaxis.set_major_locator(LogLocator(numticks=5))
     hist_ax.stairs(
         _normal_reference_counts(n),
         MAGNITUDE_BINS,

@@ -230,11 +230,14 @@ def draw(fig, state):
     nbins = 8 if plots.figure_style(fig) == "board" else 9
     loss_ax.yaxis.set_major_locator(MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]))
     # The step: a stem from the x axis up to the probe's loss, clear of the legend above.
+    # Stem and marker lie above the spines and the legend (z-order 6), so a change
+    # redraws them alone, not everything that their axes-wide clip box touches.
     (stem,) = loss_ax.plot(
         *_stem(state),
         color=plots.COLORS["reference"],
         linestyle="--",
         linewidth=spec["line"] / 2,
+        zorder=6,
     )
     (marker,) = loss_ax.plot(
         [state.step],
@@ -242,6 +245,7 @@ def draw(fig, state):
         "o",
         color=plots.COLORS["query"],
         markersize=spec["marker"] * 1.3,
+        zorder=6,
     )
     loss_ax.set_xlabel("training step")
     loss_ax.set_ylabel("cross-entropy")
