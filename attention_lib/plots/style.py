@@ -36,7 +36,6 @@ __all__ = [
     "MASKED_COLOR",
     "STATIC_DPI",
     "STYLES",
-    "artist",
     "default_style",
     "figure_style",
     "format_weight",
@@ -384,57 +383,6 @@ def _style_labels(ax, spec):
     ax.yaxis.label.set_fontsize(spec["label"])
     ax.title.set_fontsize(spec["title"])
     ax.title.set_fontweight("bold")
-
-
-def artist(ax, gid, *, count=None):
-    """The artist(s) on ``ax`` that a figure builder tagged with ``gid``.
-
-    Transitional (issue 22): explorers not yet on the scene contract find what
-    they drew this way; builders now return their artists instead.
-
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    gid : str
-    count : int or tuple of int, optional
-        None (default): exactly one artist carries ``gid``; return it.
-        An int: exactly that many do; a tuple: one of those numbers do (for
-        optional parts, such as a heatmap's numbers: ``(0, cells)``). Then
-        return a list, in the order the artists were drawn.
-
-    Returns
-    -------
-    matplotlib.artist.Artist or list of them
-
-    Raises
-    ------
-    LookupError
-        When the number of tagged artists differs from the one expected.
-
-    Examples
-    --------
-    >>> fig, ax = new_figure(pyplot=False)
-    >>> line, = ax.plot([0, 1], [0, 1], gid="diagonal")
-    >>> artist(ax, "diagonal") is line
-    True
-    >>> texts = [ax.text(i, 0, str(i), gid="digit") for i in range(3)]
-    >>> artist(ax, "digit", count=3) == texts, artist(ax, "label", count=(0, 3))
-    (True, [])
-    >>> artist(ax, "missing")
-    Traceback (most recent call last):
-    ...
-    LookupError: expected 1 artist tagged 'missing' on these axes; found 0. Draw the figure with the builder that tags it before updating it.
-    """  # noqa: E501
-    found = [child for child in ax.get_children() if child.get_gid() == gid]
-    allowed = (1,) if count is None else (count,) if isinstance(count, int) else tuple(count)
-    if len(found) not in allowed:
-        expected = " or ".join(map(str, allowed))
-        raise LookupError(
-            f"expected {expected} artist{'s' if allowed != (1,) else ''} tagged {gid!r} on "
-            f"these axes; found {len(found)}. Draw the figure with the builder that tags it "
-            "before updating it."
-        )
-    return found[0] if count is None else found
 
 
 def _square_plane(ax, limit, axis_name, title, spec):
