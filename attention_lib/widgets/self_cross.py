@@ -378,6 +378,7 @@ def draw(fig, state):
         )
         for symbol in _OPERATORS
     ]
+    plots.raise_small_text(fig, 10)  # the cell numbers: 12 CSS px on a laptop
     return heatmap, blocks, grids, sizes, operators
 
 
