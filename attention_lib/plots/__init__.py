@@ -44,6 +44,7 @@ from .style import (
     figure_style,
     format_weight,
     new_figure,
+    raise_small_text,
     series_style,
 )
 
@@ -66,6 +67,7 @@ __all__ = [
     "format_weight",
     "kv_cards",
     "new_figure",
+    "raise_small_text",
     "score_histogram",
     "series_style",
     "update_arrows_2d",

@@ -27,6 +27,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "figure_style",
     "format_weight",
     "new_figure",
+    "raise_small_text",
     "series_style",
 ]
 
@@ -310,6 +312,26 @@ def new_figure(
         for ax in np.ravel(axes):
             _style_axes(ax, style)
     return fig, axes
+
+
+def raise_small_text(fig, points):
+    """Set every text of ``fig`` smaller than ``points`` to ``points`` (tick labels too).
+
+    For a live figure that a 1366 x 768 laptop shows smaller than it is drawn
+    (issue 21): JupyterLab's default layout there gives the notebook 934 of the
+    1480 px the explorers draw for, so 12 CSS px as shown is 19 px drawn. An
+    explorer whose figure is wide in inches (small points per pixel) calls this at
+    the end of ``draw``; a tick a later draw adds copies the size of the first.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> raise_small_text(fig, 12)
+    >>> ax.xaxis.get_ticklabels()[0].get_fontsize(), ax.title.get_fontsize()
+    (12.0, 12.0)
+    """
+    for text in fig.findobj(Text):
+        text.set_fontsize(max(points, text.get_fontsize()))
 
 
 def _in_board_style(method):

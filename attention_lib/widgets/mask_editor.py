@@ -261,6 +261,7 @@ def draw(fig, state):
         sums.spines[:].set_visible(False)
         scene.append((heatmap, ax.xaxis, ax.title, sums.yaxis))
     fig.colorbar(heatmap.image, ax=axes).set_label("weight")
+    plots.raise_small_text(fig, 12)  # 12.8 CSS px at 1366x768 (shown at 0.56x)
     return scene
 
 
