@@ -2,8 +2,10 @@
 
 * Every registered notebook's explorers: sliders announce the value their
   readout shows (aria-valuetext), toggle buttons say which one is pressed,
-  symbol-only grid buttons have a name; after a kernel restart every explorer
-  says so in words and its controls are switched off (screenshot at 1920x1080).
+  symbol-only grid buttons have a name; the main explorer is used as a student
+  does (``check_explorer``: reached with Tab, keyboard and mouse, a new figure
+  and readout each time; one Run All serves both); after a kernel restart every
+  explorer says so in words and its controls are switched off (screenshot at 1920x1080).
 * On the fixture ``fixtures/frontend.ipynb``: presenter keys press Next / Back;
   a kernel that stops answering without any status change (paused with
   SIGSTOP: only the heartbeat can tell) switches the explorer off, and on
@@ -26,7 +28,7 @@ import time
 
 import pytest
 
-from .browser_harness import BrowserCheckError
+from .browser_harness import STATUS_JS, BrowserCheckError, check_explorer
 from .notebook_registry import notebooks_to_drive
 
 pytestmark = [pytest.mark.browser]
@@ -118,13 +120,13 @@ def assert_switched_off(found: list[dict]) -> None:
         raise BrowserCheckError("after the kernel restart:\n  " + "\n  ".join(problems))
 
 
-def _explorer_paths():
-    # The registry and any widget notebook not registered yet (as test_browser_notebooks).
-    return [p for p, expect in notebooks_to_drive().items() if expect.has_explorer]
+#: The registry and any widget notebook not registered yet (notebook_registry); those
+#: without an explorer are run in test_browser_notebooks.py.
+PLAN = {p: expect for p, expect in notebooks_to_drive().items() if expect.has_explorer}
 
 
-@pytest.mark.timeout(240)
-@pytest.mark.parametrize("path", _explorer_paths(), ids=lambda p: p.removeprefix("notebooks/"))
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("path", PLAN, ids=lambda p: p.removeprefix("notebooks/"))
 def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screenshot_path):
     page = lab.page
     page.set_viewport_size(FULL_HD)
@@ -140,6 +142,8 @@ def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screensh
     main.root.scroll_into_view_if_needed()
     screenshot_path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot_path.with_name(f"{screenshot_path.stem}_live.png")))
+    # Used as a student does: reached with Tab, then keyboard and mouse (one Run All for both).
+    check_explorer(lab, path, PLAN[path], screenshot_path, opened=True)
 
     # One change by keyboard: the announced value follows the readout.
     handle = main.main.locator(".noUi-handle").first
@@ -171,7 +175,12 @@ def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screensh
         assert handle.get_attribute("aria-valuenow") == value
         assert not main.focus_is_on_main()
     # Still switched off after the restarted kernel is idle: it never answers for the old comm.
-    page.wait_for_timeout(5000)
+    # The explorers ping at once when the kernel's connection is back, and an idle kernel
+    # answers a ping in milliseconds: a second after Idle, an answer would have come.
+    page.wait_for_function(
+        f"() => /\\|\\s*Idle/.test(({STATUS_JS})())", timeout=SILENT_VERDICT_MS, polling=100
+    )
+    page.wait_for_timeout(1000)
     assert_switched_off(explorers(page))
     # Where a student looks (the middle of the figure, even in a tall explorer
     # whose message box is off screen), the message is in sight too: on every

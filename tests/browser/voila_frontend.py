@@ -54,6 +54,15 @@ BOARD_VIEWPORT = {"width": 1920, "height": 1080}
 # the rendered output, so none left means every output is on the page.
 PENDING_OUTPUTS = 'script[type="application/vnd.voila.cell-output+json"]'
 
+# Every figure Voila put on the page decoded (what the load event would also have waited for).
+FIGURES_DECODED_JS = """() => [...document.querySelectorAll('#rendered_cells img')]
+    .every(img => img.complete)"""
+
+# How far an unfinished page got: the cell blocks it has (0-based) and its state.
+UNFINISHED_JS = """() => ({readyState: document.readyState,
+    cells: [...document.querySelectorAll('#rendered_cells [cell-index]')]
+        .map(c => parseInt(c.getAttribute('cell-index'), 10) - 1)})"""
+
 # Per cell block of the page (board template: div[cell-index], 1-based), the
 # stderr outputs shown in it.
 CELLS_JS = """() => [...document.querySelectorAll('#rendered_cells [cell-index]')]
@@ -196,6 +205,10 @@ class VoilaFrontend:
         self.page.set_default_timeout(PAGE_TIMEOUT)
         guard.attach_page(self.page)
         self.page.on("websocket", self._watch_kernel)
+        self._open_requests: set[str] = set()  # what the page still waits for (a hang's report)
+        self.page.on("request", lambda r: self._open_requests.add(r.url[:120]))
+        for done in ("requestfinished", "requestfailed"):
+            self.page.on(done, lambda r: self._open_requests.discard(r.url[:120]))
         self.kernel_errors: list[str] = []
         self.notebook: str | None = None
         self._facts: dict[str, set[int]] | None = None
@@ -205,11 +218,19 @@ class VoilaFrontend:
     def open(self, notebook: str) -> None:
         self.notebook = notebook
         self._facts = None
-        # The page arrives while Voila runs the notebook: its load event comes
-        # after the last cell, so the whole run is inside this timeout.
-        self.page.goto(self.server.render_url(notebook, self.theme), timeout=RUN_ALL_TIMEOUT)
+        log_start = len(self.server.log_text())
+        # The page arrives while Voila runs the notebook: the end of its HTML
+        # (DOMContentLoaded) comes after the last cell, so the whole run is inside
+        # this wait. Not the load event: that also waits for every subresource, and
+        # what the checks need of those (figures decoded) is waited for below.
+        self.page.goto(self.server.render_url(notebook, self.theme), wait_until="commit")
+        try:
+            self.page.wait_for_load_state("domcontentloaded", timeout=RUN_ALL_TIMEOUT)
+        except Exception as exc:  # playwright TimeoutError
+            raise BrowserCheckError(self._unfinished(log_start)) from exc
         self.page.locator("#rendered_cells").wait_for(state="visible")
         self.page.wait_for_function(f"() => !document.querySelector({json.dumps(PENDING_OUTPUTS)})")
+        self.page.wait_for_function(FIGURES_DECODED_JS)
 
     def run_all(self) -> None:
         """Nothing to do: Voila ran every cell before the page finished loading."""
@@ -307,6 +328,20 @@ class VoilaFrontend:
                 "framereceived",
                 lambda payload: self.kernel_errors.extend(kernel_errors_in_frame(payload)),
             )
+
+    def _unfinished(self, log_start: int) -> str:
+        """Why the page did not finish: how far Voila got, what the page still
+        waits for, and what Voila logged meanwhile."""
+        page = self.page.evaluate(UNFINISHED_JS)
+        code = self._source_facts()["code"]
+        reached = sorted(code & {i for i in page["cells"]})
+        log = self.server.log_text()[log_start:].strip()
+        return (
+            f"Voila's page of {self.notebook} did not finish in {RUN_ALL_TIMEOUT / 1000:.0f} s: "
+            f"{len(reached)} of {len(code)} code cells on the page, document "
+            f"{page['readyState']!r}; requests still open: {sorted(self._open_requests) or 'none'}"
+            f"\nVoila's log meanwhile:\n{log[-3000:] or '(nothing)'}"
+        )
 
     def _source_facts(self) -> dict[str, set[int]]:
         if self._facts is None:
