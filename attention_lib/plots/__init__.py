@@ -25,8 +25,6 @@ Examples
 ('key', 'query')
 """
 
-from __future__ import annotations
-
 # Each module's __all__ is its public list, said once; the package re-exports them all.
 from . import arrows, bars, blend, cards, curves, heatmaps, style
 from .arrows import *  # noqa: F403
