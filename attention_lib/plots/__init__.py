@@ -25,56 +25,22 @@ Examples
 ('key', 'query')
 """
 
-from __future__ import annotations
-
-from .arrows import Arrows2D, arrows_2d, update_arrows_2d
-from .bars import WeightBars, update_weight_bars, weight_bars, weight_colors
-from .blend import Blend, blend_plot, update_blend_plot
-from .cards import kv_cards
-from .curves import score_histogram, variance_curve
-from .heatmaps import Heatmap, attention_heatmap, update_attention_heatmap
-from .style import (
-    COLORS,
-    DISPLAY_WIDTH_PX,
-    DIVERGING_CMAP,
-    MASKED_COLOR,
-    STATIC_DPI,
-    STYLES,
-    default_style,
-    figure_style,
-    format_weight,
-    new_figure,
-    raise_small_text,
-    series_style,
-)
+# Each module's __all__ is its public list, said once; the package re-exports them all.
+from . import arrows, bars, blend, cards, curves, heatmaps, style
+from .arrows import *  # noqa: F403
+from .bars import *  # noqa: F403
+from .blend import *  # noqa: F403
+from .cards import *  # noqa: F403
+from .curves import *  # noqa: F403
+from .heatmaps import *  # noqa: F403
+from .style import *  # noqa: F403
 
 __all__ = [
-    "COLORS",
-    "DISPLAY_WIDTH_PX",
-    "DIVERGING_CMAP",
-    "MASKED_COLOR",
-    "STATIC_DPI",
-    "STYLES",
-    "Arrows2D",
-    "Blend",
-    "Heatmap",
-    "WeightBars",
-    "arrows_2d",
-    "attention_heatmap",
-    "blend_plot",
-    "default_style",
-    "figure_style",
-    "format_weight",
-    "kv_cards",
-    "new_figure",
-    "raise_small_text",
-    "score_histogram",
-    "series_style",
-    "update_arrows_2d",
-    "update_attention_heatmap",
-    "update_blend_plot",
-    "update_weight_bars",
-    "variance_curve",
-    "weight_bars",
-    "weight_colors",
+    *style.__all__,
+    *heatmaps.__all__,
+    *cards.__all__,
+    *bars.__all__,
+    *arrows.__all__,
+    *blend.__all__,
+    *curves.__all__,
 ]

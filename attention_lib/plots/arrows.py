@@ -14,7 +14,6 @@ from .style import (
     _square_plane,
     _style_axes,
     figure_style,
-    new_figure,  # noqa: F401 (the examples draw into it)
 )
 
 __all__ = ["Arrows2D", "arrows_2d", "update_arrows_2d"]
@@ -70,6 +69,7 @@ def arrows_2d(ax, keys, query=None, *, labels=None, limit=None, title=None, styl
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = arrows_2d(ax, [[1.0, 0.0], [0.0, 1.0]], query=[0.5, 0.5])
     >>> len(ax.patches), drawn.query_label.get_text(), ax.get_aspect()
@@ -131,6 +131,7 @@ def update_arrows_2d(drawn, query):
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = arrows_2d(ax, [[1.0, 0.0]], query=[0.5, 0.5], limit=2)
     >>> update_arrows_2d(drawn, [0.0, 1.5])

@@ -15,7 +15,6 @@ from .style import (
     _style_labels,
     figure_style,
     format_weight,
-    new_figure,  # noqa: F401 (the examples draw into it)
 )
 
 __all__ = ["WeightBars", "update_weight_bars", "weight_bars", "weight_colors"]
@@ -42,13 +41,6 @@ class WeightBars(NamedTuple):
     bars: mpl.container.BarContainer
     labels: list  #: the weight above each bar
     scores: list  #: the row of scores under the key names (empty without ``score_row``)
-
-
-def _bar_text(weights, scores, i, decimals):
-    text = format_weight(weights[i], decimals)
-    if scores is not None:
-        text += f"\nscore {np.ravel(scores)[i]:.{decimals}f}"
-    return text
 
 
 def _score_text(scores, i, decimals):
@@ -92,6 +84,7 @@ def weight_bars(
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = weight_bars([0.5, 0.3, 0.2], ax=ax, labels=["a", "b", "c"])
     >>> [f"{b.get_height():.2f}" for b in drawn.bars], drawn.labels[0].get_text()
@@ -116,16 +109,9 @@ def weight_bars(
         linewidth=spec["rc"]["axes.linewidth"],
     )
     in_row = score_row and scores is not None
+    # Empty texts, which update_weight_bars fills in: one place says what a bar's label shows.
     texts = [
-        ax.text(
-            i,
-            w + 0.02,
-            _bar_text(weights, None if in_row else scores, i, decimals),
-            ha="center",
-            va="bottom",
-            fontsize=spec["annotation"],
-        )
-        for i, w in enumerate(weights)
+        ax.text(i, 0.0, "", ha="center", va="bottom", fontsize=spec["annotation"]) for i in range(n)
     ]
     ax.set_xticks(range(n), labels)
     ax.set_ylim(0.0, 1.15)
@@ -136,7 +122,7 @@ def weight_bars(
         below -= 1.35 * spec["tick"]
         row = [
             ax.annotate(
-                _score_text(scores, i, decimals),
+                "",
                 (i, 0.0),
                 xycoords=("data", "axes fraction"),
                 xytext=(0, below),
@@ -164,7 +150,9 @@ def weight_bars(
     if title is not None:
         ax.set_title(title)
     _style_labels(ax, spec)
-    return WeightBars(bars, texts, row)
+    drawn = WeightBars(bars, texts, row)
+    update_weight_bars(drawn, weights, scores, decimals=decimals)
+    return drawn
 
 
 def update_weight_bars(drawn, weights, scores=None, *, decimals=2):
@@ -172,6 +160,7 @@ def update_weight_bars(drawn, weights, scores=None, *, decimals=2):
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = weight_bars([0.5, 0.5], ax=ax)
     >>> update_weight_bars(drawn, [0.9, 0.1])
@@ -188,6 +177,9 @@ def update_weight_bars(drawn, weights, scores=None, *, decimals=2):
         bar.set_height(weights[i])
         bar.set_facecolor(colors[i])
         text.set_y(weights[i] + 0.02)
-        text.set_text(_bar_text(weights, None if drawn.scores else scores, i, decimals))
+        shown = format_weight(weights[i], decimals)
         if drawn.scores and scores is not None:
             drawn.scores[i].set_text(_score_text(scores, i, decimals))
+        elif scores is not None:  # drawn without a row of scores: each under its weight
+            shown += f"\nscore {np.ravel(scores)[i]:.{decimals}f}"
+        text.set_text(shown)

@@ -16,7 +16,6 @@ from .style import (
     _style_axes,
     figure_style,
     format_weight,
-    new_figure,  # noqa: F401 (the examples draw into it)
 )
 
 __all__ = ["Blend", "blend_plot", "update_blend_plot"]
@@ -104,6 +103,7 @@ def blend_plot(
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = blend_plot(ax, [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [0.3, 0.3])
     >>> drawn.output.get_xydata().tolist(), drawn.names
@@ -147,11 +147,10 @@ def blend_plot(
         linewidth=0.6,
         zorder=2,
     )
+    # Named only: update_blend_plot adds the weights and places the labels.
     texts = [
-        labels_.label_at(
-            ax, _value_label(name, None if weights is None else w, style), v, COLORS["value"], spec
-        )
-        for name, w, v in zip(names, sizes, values, strict=True)
+        labels_.label_at(ax, name, v, COLORS["value"], spec)
+        for name, v in zip(names, values, strict=True)
     ]
     (star,) = ax.plot(
         [output[0]],
@@ -167,7 +166,7 @@ def blend_plot(
         limit = 1.25 * max(float(np.abs(np.vstack([values, output])).max()), 1e-9)
     _square_plane(ax, limit, "value dimension", title, spec)
     drawn = Blend(points, texts, star, names, weights is not None)
-    _place_value_labels(drawn)
+    update_blend_plot(drawn, output, weights)
     return drawn
 
 
@@ -176,6 +175,7 @@ def update_blend_plot(drawn, output, weights=None):
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = blend_plot(ax, [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [0.3, 0.3],
     ...                    weights=[0.4, 0.3, 0.3])

@@ -11,7 +11,6 @@ from .style import (
     _style_axes,
     _style_labels,
     figure_style,
-    new_figure,  # noqa: F401 (the examples draw into it)
 )
 
 __all__ = ["score_histogram", "variance_curve"]
@@ -51,6 +50,7 @@ def score_histogram(
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> bars = score_histogram(np.array([0.0, 0.1, -np.inf, 0.2]), ax=ax, bins=2)
     >>> len(bars), ax.get_xlabel(), ax.get_ylabel()
@@ -72,8 +72,7 @@ def score_histogram(
         edgecolor="white",
         linewidth=0.5,
     )
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("density" if density else "count")
+    ax.set(xlabel=xlabel, ylabel="density" if density else "count")
     if title is not None:
         ax.set_title(title)
     if label is not None:
@@ -115,6 +114,7 @@ def variance_curve(
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> lines = variance_curve([1, 4, 16], [1.02, 3.9, 16.3], ax=ax)
     >>> [line.get_label() for line in lines], ax.get_xscale(), ax.get_yscale()
@@ -151,8 +151,7 @@ def variance_curve(
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set_xlabel("width d_k")
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel="width d_k", ylabel=ylabel)
     if title is not None:
         ax.set_title(title)
     ax.legend(fontsize=spec["tick"])

@@ -24,7 +24,6 @@ from .style import (
     _style_labels,
     figure_style,
     format_weight,
-    new_figure,  # noqa: F401 (the examples draw into it)
 )
 
 __all__ = ["Heatmap", "attention_heatmap", "update_attention_heatmap"]
@@ -106,6 +105,7 @@ def attention_heatmap(
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> weights = np.array([[1.0, 0.0], [0.25, 0.75]])
     >>> heatmap = attention_heatmap(weights, ax=ax, mask=causal_mask(2), key_labels=["a", "b"])
@@ -169,11 +169,9 @@ def attention_heatmap(
     _annotate_cells(heatmap, weights, blocked, decimals)
     ax.set_xticks(range(n_k), key_labels if key_labels is not None else range(n_k))
     ax.set_yticks(range(n_q), query_labels if query_labels is not None else range(n_q))
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set(xlabel="key", ylabel="query")
     ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
     if title is not None:
         ax.set_title(title)
     if colorbar:
@@ -193,6 +191,7 @@ def update_attention_heatmap(heatmap, weights, mask=None, *, decimals=2):
 
     Examples
     --------
+    >>> from attention_lib.plots import new_figure
     >>> fig, ax = new_figure(pyplot=False)
     >>> heatmap = attention_heatmap(np.full((2, 2), 0.5), ax=ax, colorbar=False)
     >>> update_attention_heatmap(heatmap, np.array([[1.0, 0.0], [0.3, 0.7]]),

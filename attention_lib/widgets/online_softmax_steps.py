@@ -180,21 +180,20 @@ def refresh(scene, state):
 def table(state):
     """One row per block read: its keys, its largest score, m, the rescale, l and the output."""
     trace = state.trace
-    rows = []
-    for i in range(state.block):
-        start = trace.block_starts[i]
-        stop = min(start + state.block_size, len(state.scores))
-        rows.append(
-            [
-                f"{i + 1}",
-                f"{start}-{stop - 1}",
-                float(state.scores[start:stop].max()),
-                trace.running_max[i],
-                trace.rescale[i],
-                trace.running_sum[i],
-                trace.partial_output[i, 0],
-            ]
-        )
+    starts = trace.block_starts[: state.block]
+    stops = np.minimum(starts + state.block_size, len(state.scores))
+    rows = [
+        [
+            f"{i + 1}",
+            f"{start}-{stop - 1}",
+            float(state.scores[start:stop].max()),
+            trace.running_max[i],
+            trace.rescale[i],
+            trace.running_sum[i],
+            trace.partial_output[i, 0],
+        ]
+        for i, (start, stop) in enumerate(zip(starts, stops, strict=True))
+    ]
     return html_table(
         rows,
         ["block", "keys", "block max", "running max m", "rescale", "running sum l", "output"],

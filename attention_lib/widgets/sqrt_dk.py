@@ -151,10 +151,6 @@ def _line_width(ax):
     return plots.STYLES[plots.figure_style(ax)]["line"]
 
 
-def _row_segments(weights):
-    return [((i, 0.0), (i, w)) for i, w in enumerate(weights)]
-
-
 def _row_bars(ax, weights):
     """The weights of one query over all its keys as thin bars (too many keys to label each).
 
@@ -176,10 +172,7 @@ def _row_bars(ax, weights):
         linewidth=0.55 * _line_width(ax),
         label=f"uniform 1/{n}",
     )
-    ax.set_xlim(-1, n)
-    ax.set_ylim(0.0, 1.05)
-    ax.set_xlabel("key")
-    ax.set_ylabel("weight")
+    ax.set(xlim=(-1, n), ylim=(0.0, 1.05), xlabel="key", ylabel="weight")
     return bars
 
 
@@ -196,9 +189,9 @@ def draw(fig, state):
         title=hist_title,
         xlabel="|score| (log scale)",
     )
-    hist_ax.set_xscale("log")
-    hist_ax.set_xlim(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1])
-    hist_ax.set_ylim(0.0, _HIST_PEAK * n)
+    hist_ax.set(
+        xscale="log", xlim=(MAGNITUDE_BINS[0], MAGNITUDE_BINS[-1]), ylim=(0.0, _HIST_PEAK * n)
+    )
     if plots.figure_style(fig) == "board":
         # The board's large type gets the ticks it had before the shared layout (which
         # made the histogram larger): every 200 counts, every other decade.
@@ -237,7 +230,7 @@ def refresh(scene, state):
     for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
         bar.set_height(count)
     std_line.set_xdata([state.score_std, state.score_std])
-    row_bars.set_segments(_row_segments(state.row_weights))
+    row_bars.set_segments([((i, 0.0), (i, w)) for i, w in enumerate(state.row_weights)])
     row_bars.set_color(plots.weight_colors(state.row_weights))
     for title, text in zip((hist_title, row_title), _titles(state), strict=True):
         title.set_text(text)

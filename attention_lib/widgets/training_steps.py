@@ -186,8 +186,7 @@ def draw(fig, state):
         key_labels=[f"pair {j}" for j in range(n_pairs)],
         title=heat_title,
     )
-    heat_ax.set_xlabel("")
-    heat_ax.set_ylabel("probe query")
+    heat_ax.set(xlabel="", ylabel="probe query")
     for row, column in enumerate(state.answer_positions):
         heat_ax.add_patch(
             Rectangle(
@@ -224,8 +223,7 @@ def draw(fig, state):
         label=f"guessing (ln {state.n_values})",
     )
     span = max(int(state.snapshot_steps[-1]), 1)
-    loss_ax.set_xlim(-0.03 * span, 1.03 * span)
-    loss_ax.set_ylim(*_loss_ylim(state))
+    loss_ax.set(xlim=(-0.03 * span, 1.03 * span), ylim=_loss_ylim(state))
     # Fewer loss ticks on the board, for its large type: 0.25 apart there, 0.2 otherwise.
     nbins = 8 if plots.figure_style(fig) == "board" else 9
     loss_ax.yaxis.set_major_locator(MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]))
@@ -247,11 +245,9 @@ def draw(fig, state):
         markersize=spec["marker"] * 1.3,
         zorder=6,
     )
-    loss_ax.set_xlabel("training step")
-    loss_ax.set_ylabel("cross-entropy")
+    loss_ax.set(xlabel="training step", ylabel="cross-entropy", title=loss_title)
     # Right of the middle: above the curves once they have come down.
     loss_ax.legend(loc="center right")
-    loss_ax.set_title(loss_title)
     plots.raise_small_text(fig, 10.5)  # 11 inches wide: 12.4 CSS px at 1366x768
     return heatmap, heat_ax.title, stem, marker, loss_ax.title
 
