@@ -12,8 +12,8 @@ editable field, and an edit recomputes the step on screen.
 needs beyond them (the rows of numbers under the cards, the covers of erased
 cards, the output card). Every artist a step can change exists from the
 first drawing, empty or hidden, and :func:`refresh` only sets texts, widths
-and visibility, so a step is blitted over the still cards; an edited card
-changes :func:`static_key` and costs one full drawing.
+and visibility, so a step, and an edited number on a card, is blitted over
+the still cards; only other card shapes (:func:`static_key`) are a new drawing.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import traitlets
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .. import plots
+from ..plots.cards import update_kv_cards
 from ..walkthrough import (
     BOARD_ROWS,
     DEFAULT_CARDS,
@@ -87,6 +88,7 @@ _OUTPUT_FACE = "#f7eaf2"
 class _Board(NamedTuple):
     """The artists a step changes (the scene)."""
 
+    cards: object  # what kv_cards drew: the vectors an edit changes
     caption: object  # the axes' left title: step, name, what just happened
     query_position: object
     rows: list  # (label, [cell per card]) per BOARD_ROWS
@@ -103,8 +105,8 @@ def _decimals(cards):
 
 
 def static_key(state):
-    """The cards: kv_cards prints them, so new card values are a new drawing."""
-    return tuple(array.tobytes() for array in state.cards)
+    """The cards' shapes: refresh prints new numbers on the cards, not other cards."""
+    return tuple(array.shape for array in state.cards)
 
 
 def draw(fig, state):
@@ -114,7 +116,7 @@ def draw(fig, state):
     ax = fig.subplots()
     cards = state.cards
     n = len(cards.keys)
-    plots.kv_cards(cards.keys, cards.values, ax=ax, query=cards.query, decimals=_decimals(cards))
+    drawn = plots.kv_cards(cards.keys, cards.values, ax=ax, query=cards.query)
     # kv_cards sizes the axes to the cards it drew; keep every step on the same grid.
     ax.set_xlim(-0.1, _SLOT * (n + 2) - 0.1)
     ax.set_ylim(-1.02, 1.3)
@@ -185,13 +187,17 @@ def draw(fig, state):
     text(x + 0.5, 0.9, "output", fontsize=small, weight="bold")
     output_text = text(x + 0.5, 0.55, fontsize=big, weight="bold", color="#7d3160")
     caption = ax.set_title("", loc="left", fontsize=spec["label"], fontweight="normal")
-    scene = _Board(caption, where, rows, bars, covers, output_card, output_text)
+    scene = _Board(drawn, caption, where, rows, bars, covers, output_card, output_text)
     refresh(scene, state)  # the caption's two lines take their room in the layout
     return scene
 
 
 def refresh(scene, state):
-    """Show ``state``: caption, the rows computed so far, weight bars, covers, output."""
+    """Show ``state``: cards, caption, the rows computed so far, weight bars, covers, output."""
+    cards = state.cards
+    update_kv_cards(
+        scene.cards, cards.keys, cards.values, query=cards.query, decimals=_decimals(cards)
+    )
     scene.caption.set_text(f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}")
     scene.query_position.set_text(f"at position {state.query_position}")
     for r, (label, cells) in enumerate(scene.rows):
@@ -238,6 +244,13 @@ def readout(values, state):
 # --- controls -----------------------------------------------------------------------------
 
 
+def _card_rows(cards):
+    """``(role, index, row)`` of every row of entries: the query, the keys, the values."""
+    for role, array in (("q", cards.query[None, :]), ("k", cards.keys), ("v", cards.values)):
+        for i, row in enumerate(array):
+            yield role, i, row
+
+
 class _CardEditor(widgets.HBox):
     """One small number field per card entry; ``value`` is the :class:`Cards` they spell.
 
@@ -251,24 +264,22 @@ class _CardEditor(widgets.HBox):
     def __init__(self, cards, *, field_width="3.6em"):
         self._shapes = [array.shape for array in cards]
         self._fields = {}
-        groups = []
-        for role, array in (("q", cards.query[None, :]), ("k", cards.keys), ("v", cards.values)):
-            for i, row in enumerate(array):
-                fields = [
-                    widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
-                    for x in row
-                ]
-                self._fields[role, i] = fields
-                name = "q" if role == "q" else f"{role}{i + 1}"
-                label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
-                # the right margin parts the groups: q | k1 v1 | k2 v2 ...
-                margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"
-                box = widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin))
-                groups.append((role, i, box))
+        boxes = {}
+        for role, i, row in _card_rows(cards):
+            fields = [
+                widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
+                for x in row
+            ]
+            self._fields[role, i] = fields
+            name = "q" if role == "q" else f"{role}{i + 1}"
+            label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
+            # the right margin parts the groups: q | k1 v1 | k2 v2 ...
+            margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"
+            boxes[role, i] = widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin))
         # query first, then each card's key beside its value, like the cards on the board
-        order = sorted(groups, key=lambda g: (g[0] != "q", g[1], g[0]))
+        order = sorted(boxes, key=lambda role_i: (role_i[0] != "q", role_i[1], role_i[0]))
         super().__init__(
-            [box for *_, box in order],
+            [boxes[role_i] for role_i in order],
             layout=widgets.Layout(flex_flow="row wrap"),
             value=cards,
         )
@@ -291,13 +302,10 @@ class _CardEditor(widgets.HBox):
         return proposal["value"]
 
     def _spelled(self):
-        def rows(role):
-            n = sum(1 for r, _ in self._fields if r == role)
-            return [
-                [round(f.value, CARD_DECIMALS) for f in self._fields[role, i]] for i in range(n)
-            ]
-
-        return make_cards(rows("q")[0], rows("k"), rows("v"))
+        rows = {"q": [], "k": [], "v": []}
+        for (role, _), fields in self._fields.items():  # in order: the query, keys, values
+            rows[role].append([round(field.value, CARD_DECIMALS) for field in fields])
+        return make_cards(rows["q"][0], rows["k"], rows["v"])
 
     def _on_field(self, change):
         if not self._syncing:
@@ -305,17 +313,11 @@ class _CardEditor(widgets.HBox):
 
     def _on_value(self, change):
         """Show new cards set from Python (Reset) in the fields without re-firing per field."""
-        cards = change["new"]
         self._syncing = True
         try:
-            for role, array in (
-                ("q", cards.query[None, :]),
-                ("k", cards.keys),
-                ("v", cards.values),
-            ):
-                for i, row in enumerate(array):
-                    for field, x in zip(self._fields[role, i], row, strict=True):
-                        field.value = float(x)
+            for role, i, row in _card_rows(change["new"]):
+                for field, x in zip(self._fields[role, i], row, strict=True):
+                    field.value = float(x)
         finally:
             self._syncing = False
 
@@ -372,20 +374,20 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
         ),
         "cards": _CardEditor(cards),
     }
+
+    def step_button(description, by, tooltip, **primary):
+        """Next or Back: the step ``by`` one, switched off at the end it would pass."""
+        return Button(
+            description,
+            lambda values: {"step": min(max(values["step"] + by, 1), N_STEPS)},
+            lambda values: 1 <= values["step"] + by <= N_STEPS,
+            tooltip=tooltip,
+            **primary,
+        )
+
     buttons = {
-        "next": Button(
-            "Next ▶",
-            lambda values: {"step": min(values["step"] + 1, N_STEPS)},
-            lambda values: values["step"] < N_STEPS,
-            tooltip="next step",
-            primary=True,
-        ),
-        "back": Button(
-            "◀ Back",
-            lambda values: {"step": max(values["step"] - 1, 1)},
-            lambda values: values["step"] > 1,
-            tooltip="previous step",
-        ),
+        "next": step_button("Next ▶", 1, "next step", primary=True),
+        "back": step_button("◀ Back", -1, "previous step"),
         "reset": Button("⟲ Reset", lambda values: start, tooltip="step 1, first cards"),
     }
     return EXPLORER.explorer(controls, buttons=buttons, style=style)
