@@ -405,6 +405,8 @@ def _draw_laid_out(spec, fig, state, layout=None):
     layout depends on the key alone, see :func:`_stand_ins`). Returns the scene
     and the layout.
     """
+    for ax in fig.axes:  # fig.clear() would clear each axes first, for nothing
+        fig.delaxes(ax)
     fig.clear()
     fig.set_layout_engine("constrained")
     scene = spec.draw(fig, state)
