@@ -23,6 +23,7 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import numpy as np
 import traitlets
+from matplotlib.artist import setp
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .. import plots
@@ -113,6 +114,7 @@ def draw(fig, state):
     """The query, key/value and output cards, the rows of numbers under them, the caption."""
     spec = plots.STYLES[plots.figure_style(fig)]
     big, small = spec["title"], spec["annotation"]
+    bold = {"fontsize": big, "weight": "bold"}
     ax = fig.subplots()
     cards = state.cards
     n = len(cards.keys)
@@ -131,7 +133,7 @@ def draw(fig, state):
     rows = [
         (
             text(0.5, y, label, fontsize=big, color=plots.COLORS["reference"]),
-            [text(x + 0.5, y, fontsize=big, weight="bold") for x in lefts],
+            [text(x + 0.5, y, **bold) for x in lefts],
         )
         for label, y in zip(BOARD_ROWS, _ROW_Y, strict=True)
     ]
@@ -145,28 +147,12 @@ def draw(fig, state):
         for x in lefts
     ]
     # The cover over an erased card: opaque, above kv_cards' texts (zorder 3), its label on top.
+    cover = {"facecolor": plots.MASKED_COLOR, "hatch": "//", "edgecolor": "#6e6e6e", "zorder": 4}
+    on_white = {"facecolor": "white", "edgecolor": "none", "pad": 4}
     covers = [
         (
-            ax.add_patch(
-                Rectangle(
-                    (x - 0.03, 0.02),
-                    1.06,
-                    1.06,
-                    facecolor=plots.MASKED_COLOR,
-                    hatch="//",
-                    edgecolor="#6e6e6e",
-                    zorder=4,
-                )
-            ),
-            text(
-                x + 0.5,
-                0.55,
-                "future:\nerased",
-                fontsize=big,
-                weight="bold",
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 4},
-                zorder=5,
-            ),
+            ax.add_patch(Rectangle((x - 0.03, 0.02), 1.06, 1.06, **cover)),
+            text(x + 0.5, 0.55, "future:\nerased", **bold, bbox=on_white, zorder=5),
         )
         for x in lefts
     ]
@@ -185,7 +171,7 @@ def draw(fig, state):
         )
     )
     text(x + 0.5, 0.9, "output", fontsize=small, weight="bold")
-    output_text = text(x + 0.5, 0.55, fontsize=big, weight="bold", color="#7d3160")
+    output_text = text(x + 0.5, 0.55, **bold, color="#7d3160")
     caption = ax.set_title("", loc="left", fontsize=spec["label"], fontweight="normal")
     scene = _Board(drawn, caption, where, rows, bars, covers, output_card, output_text)
     refresh(scene, state)  # the caption's two lines take their room in the layout
@@ -209,12 +195,10 @@ def refresh(scene, state):
             cell.set_color("#bdbdbd" if r == 0 and state.erased[i] else "black")
     weighted = state.weights is not None
     for i, (background, bar) in enumerate(scene.bars):
-        background.set_visible(weighted)
-        bar.set_visible(weighted)
+        setp((background, bar), visible=weighted)
         bar.set_width(float(state.weights[i]) if weighted else 0.0)
-    for erased, (cover, label) in zip(state.erased, scene.covers, strict=True):
-        cover.set_visible(bool(erased))
-        label.set_visible(bool(erased))
+    for erased, cover_and_label in zip(state.erased, scene.covers, strict=True):
+        setp(cover_and_label, visible=bool(erased))
     computed = state.output_text is not None
     scene.output_card.set_facecolor(_OUTPUT_FACE if computed else "none")
     scene.output_card.set_linestyle("-" if computed else "--")
@@ -271,6 +255,8 @@ class _CardEditor(widgets.HBox):
                 for x in row
             ]
             self._fields[role, i] = fields
+            for field in fields:
+                field.observe(self._on_field, names="value")
             name = "q" if role == "q" else f"{role}{i + 1}"
             label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
             # the right margin parts the groups: q | k1 v1 | k2 v2 ...
@@ -285,9 +271,6 @@ class _CardEditor(widgets.HBox):
         )
         self.add_class("attn-card-editor")
         self._syncing = False
-        for fields in self._fields.values():
-            for field in fields:
-                field.observe(self._on_field, names="value")
         self.observe(self._on_value, names="value")
 
     @traitlets.validate("value")
@@ -320,14 +303,6 @@ class _CardEditor(widgets.HBox):
                     field.value = float(x)
         finally:
             self._syncing = False
-
-    def close(self):
-        """Close the fields, their labels and boxes too."""
-        for box in self.children:
-            for child in box.children:
-                child.close()
-            box.close()
-        super().close()
 
 
 def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=None):
