@@ -140,7 +140,7 @@ def test_new_figure_agg_figures_are_invisible_to_pyplot():
 
 def test_kv_cards_show_keys_values_weights_query_and_output():
     _fig, ax = plots.new_figure(pyplot=False)
-    cards = plots.kv_cards(
+    drawn = plots.kv_cards(
         [[1, 0], [0, 1], [1, 1]],
         [[1.0], [2.0], [3.0]],
         ax=ax,
@@ -151,7 +151,17 @@ def test_kv_cards_show_keys_values_weights_query_and_output():
         title="three cards",
     )
     texts = [t.get_text() for t in ax.texts]
-    assert len(cards) == 3
+    assert len(drawn.cards) == 3
+    assert [t.get_text() for t in drawn.vectors] == [
+        "[1.0, 0.0]",
+        "[1.0, 0.0]",
+        "[1.0]",
+        "[0.0, 1.0]",
+        "[2.0]",
+        "[1.0, 1.0]",
+        "[3.0]",
+        "[1.8]",
+    ]
     assert {"card A", "key", "[1.0, 0.0]", "value", "[3.0]", "query", "output"} <= set(texts)
     assert "weight 0.25" in texts and "[1.8]" in texts
     with pytest.raises(ValueError, match="one entry per card"):

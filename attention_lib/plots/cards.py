@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
@@ -15,11 +17,33 @@ from .style import (
     new_figure,  # noqa: F401 (the examples draw into it)
 )
 
-__all__ = ["kv_cards"]
+__all__ = ["KVCards", "kv_cards", "update_kv_cards"]
+
+
+class KVCards(NamedTuple):
+    """What :func:`kv_cards` drew that new numbers change.
+
+    Attributes
+    ----------
+    cards : list of matplotlib.patches.FancyBboxPatch
+        The key/value cards, left to right.
+    vectors : list of matplotlib.text.Text
+        The printed vectors, as :func:`update_kv_cards` takes them: the query,
+        each card's key then value, the output (those drawn).
+    """
+
+    cards: list
+    vectors: list
 
 
 def _vector_text(vector, decimals):
     return "[" + ", ".join(f"{x:.{decimals}f}" for x in np.ravel(vector)) + "]"
+
+
+def _vectors(keys, values, query, output):
+    """The vectors the cards print, in the order of :attr:`KVCards.vectors`."""
+    pairs = [vector for pair in zip(keys, values, strict=True) for vector in pair]
+    return [v for v in (query, *pairs, output) if v is not None]
 
 
 def kv_cards(
@@ -61,16 +85,16 @@ def kv_cards(
 
     Returns
     -------
-    list of matplotlib.patches.FancyBboxPatch
-        The key/value cards, left to right.
+    KVCards
+        The cards and their printed vectors (what :func:`update_kv_cards` sets).
 
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
-    >>> cards = kv_cards([[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]], ax=ax,
+    >>> drawn = kv_cards([[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]], ax=ax,
     ...                  weights=[0.73, 0.27], query=[1.0, 0.0], output=[1.27])
-    >>> len(cards)
-    2
+    >>> len(drawn.cards), len(drawn.vectors)
+    (2, 6)
     >>> any(t.get_text() == "weight 0.73" for t in ax.texts)
     True
     """
@@ -90,7 +114,7 @@ def kv_cards(
     style = figure_style(ax, style)
     spec = STYLES[style]
     ax = _get_ax(ax, style)
-    font = spec["annotation"]
+    centred = {"ha": "center", "va": "center", "fontsize": spec["annotation"]}
     line = spec["line"] / 2
 
     slots = n + (query is not None) + (output is not None)
@@ -98,6 +122,7 @@ def kv_cards(
     ax.set_ylim(-0.55, 1.25)
     ax.set_axis_off()
     slot = 0
+    vectors = []
 
     def card(x, face, edge, head, body):
         patch = FancyBboxPatch(
@@ -110,19 +135,12 @@ def kv_cards(
             linewidth=line,
         )
         ax.add_patch(patch)
-        ax.text(x + 0.5, 0.9, head, ha="center", va="center", fontsize=font, weight="bold")
+        ax.text(x + 0.5, 0.9, head, **centred, weight="bold")
         for k, (caption, vector, color) in enumerate(body):
             top = 0.7 - 0.34 * k
-            ax.text(x + 0.5, top, caption, ha="center", va="center", fontsize=font, color=color)
-            ax.text(
-                x + 0.5,
-                top - 0.13,
-                _vector_text(vector, decimals),
-                ha="center",
-                va="center",
-                fontsize=font,
-                color=color,
-            )
+            ax.text(x + 0.5, top, caption, **centred, color=color)
+            text = _vector_text(vector, decimals)
+            vectors.append(ax.text(x + 0.5, top - 0.13, text, **centred, color=color))
         return patch
 
     if query is not None:
@@ -137,16 +155,25 @@ def kv_cards(
             w = float(np.clip(weights[i], 0.0, 1.0))
             ax.add_patch(Rectangle((x, -0.3), 1.0, 0.16, facecolor="#eeeeee", edgecolor="none"))
             ax.add_patch(Rectangle((x, -0.3), w, 0.16, facecolor=COLORS["key"], edgecolor="none"))
-            ax.text(
-                x + 0.5,
-                -0.45,
-                f"weight {format_weight(weights[i])}",
-                ha="center",
-                va="center",
-                fontsize=font,
-            )
+            ax.text(x + 0.5, -0.45, f"weight {format_weight(weights[i])}", **centred)
     if output is not None:
         card(1.2 * (slot + n), "#f7eaf2", COLORS["output"], "output", [("o", output, "#7d3160")])
     if title is not None:
         ax.set_title(title, fontsize=spec["title"], fontweight="bold")
-    return cards
+    return KVCards(cards, vectors)
+
+
+def update_kv_cards(drawn, keys, values, *, query=None, output=None, decimals=1):
+    """Print new vectors on the cards :func:`kv_cards` drew (same cards, same shapes).
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(pyplot=False)
+    >>> drawn = kv_cards([[1.0, 0.0]], [[1.0]], ax=ax, query=[1.0, 0.0])
+    >>> update_kv_cards(drawn, [[0.0, 2.0]], [[3.0]], query=[1.0, 1.0], decimals=0)
+    >>> [text.get_text() for text in drawn.vectors]
+    ['[1, 1]', '[0, 2]', '[3]']
+    """
+    vectors = _vectors(keys, values, query, output)
+    for text, vector in zip(drawn.vectors, vectors, strict=True):
+        text.set_text(_vector_text(vector, decimals))

@@ -174,13 +174,9 @@ class ExplorerSpec(NamedTuple):
         >>> EXPLORER.figsize_for("default") == EXPLORER.figsize
         True
         """
-        if style == "board" and self.board_figsize is not None:
-            return self.board_figsize
-        return self.figsize
+        return self.board_figsize if style == "board" and self.board_figsize else self.figsize
 
-    def explorer(
-        self, controls, *, follow=None, buttons=None, fixed=None, style=None, beside_figure=()
-    ):
+    def explorer(self, controls, **options):
         """The live :class:`Explorer` of this spec, wired to ``controls``.
 
         Parameters
@@ -206,6 +202,8 @@ class ExplorerSpec(NamedTuple):
             control that acts on the figure (the mask editor's grid of cells)
             sits next to it, and the figure shrinks beside it on a narrow page.
 
+        Every option is keyword-only and passed on to :class:`Explorer`.
+
         Returns
         -------
         Explorer
@@ -220,15 +218,7 @@ class ExplorerSpec(NamedTuple):
         >>> explorer, explorer.state.d_k
         (<sqrt(d_k) explorer: run the notebook to interact>, 16)
         """
-        return Explorer(
-            self,
-            controls,
-            follow=follow,
-            buttons=buttons,
-            fixed=fixed,
-            style=style,
-            beside_figure=beside_figure,
-        )
+        return Explorer(self, controls, **options)
 
     def figure(self, state, *, style=None, pyplot=False):
         """``state`` drawn as the explorer draws it, on a new figure of its size and resolution.
@@ -323,8 +313,7 @@ def live_dpi(figsize, width_px=None):
     >>> live_dpi((10.0, 4.0), 1100)
     110.0
     """
-    width_px = plots.DISPLAY_WIDTH_PX if width_px is None else width_px
-    return float(width_px) / float(figsize[0])
+    return float(width_px or plots.DISPLAY_WIDTH_PX) / float(figsize[0])
 
 
 def render_png(fig, *, compress_level=1):
@@ -385,15 +374,14 @@ def html_table(rows, header, *, caption=None, decimals=3):
     <table class="attn-table"><thead><tr><th scope="col">key</th><th scope="col">weight</th></tr></thead><tbody><tr><th scope="row">k0</th><td>0.250</td></tr></tbody></table>
     """  # noqa: E501
     head = "".join(f'<th scope="col">{html.escape(str(h))}</th>' for h in header)
-    body = []
-    for row in rows:
-        first, *rest = row
+    body = ""
+    for first, *rest in rows:
         cells = "".join(f"<td>{_cell(v, decimals)}</td>" for v in rest)
-        body.append(f'<tr><th scope="row">{_cell(first, decimals)}</th>{cells}</tr>')
+        body += f'<tr><th scope="row">{_cell(first, decimals)}</th>{cells}</tr>'
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return (
         f'<table class="attn-table">{cap}<thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f"<tbody>{body}</tbody></table>"
     )
 
 
@@ -405,6 +393,8 @@ def _draw_laid_out(spec, fig, state, layout=None):
     layout depends on the key alone, see :func:`_stand_ins`). Returns the scene
     and the layout.
     """
+    for ax in fig.axes:  # fig.clear() would clear each axes first, for nothing
+        fig.delaxes(ax)
     fig.clear()
     fig.set_layout_engine("constrained")
     scene = spec.draw(fig, state)
@@ -429,23 +419,20 @@ def _stand_ins(scene):
     keeps the room of the tick labels ``draw`` gave it (so ``draw`` gives it
     its widest ones); the other artists of the scene are left out of the layout.
     """
-    kept = []
-    for artist in _scene_artists(scene):
-        if isinstance(artist, Axis):
-            continue
-        text = artist.get_text() if isinstance(artist, Text) else None
-        kept.append((artist, artist.get_in_layout(), text))
-        if text is None:
-            artist.set_in_layout(False)
-        else:
-            artist.set_text("\n".join("lp" for _ in text.split("\n")))
+    artists = [artist for artist in _scene_artists(scene) if not isinstance(artist, Axis)]
+    texts = {artist: artist.get_text() for artist in artists if isinstance(artist, Text)}
+    in_layout = {artist: artist.get_in_layout() for artist in artists if artist not in texts}
+    for text, shown in texts.items():
+        text.set_text("\n".join(["lp"] * (shown.count("\n") + 1)))
+    for artist in in_layout:
+        artist.set_in_layout(False)
     try:
         yield
     finally:
-        for artist, in_layout, text in kept:
-            artist.set_in_layout(in_layout)
-            if text is not None:
-                artist.set_text(text)
+        for text, shown in texts.items():
+            text.set_text(shown)
+        for artist, was_in_layout in in_layout.items():
+            artist.set_in_layout(was_in_layout)
 
 
 def _scene_artists(scene):
@@ -467,22 +454,13 @@ def _scene_artists(scene):
 
 def _in_draw_order(parent):
     """The children of a figure or axes in the order a render draws them (as matplotlib does)."""
-    children = [child for child in parent.get_children() if child is not parent.patch]
-    if isinstance(parent, Axes):
-        hidden = []
-        if not (parent.axison and parent._frameon):
-            hidden += parent.spines.values()
-        if not parent.axison:
-            hidden += parent._axis_map.values()
-        children = [child for child in children if all(child is not h for h in hidden)]
-    return sorted(children, key=lambda child: child.get_zorder())
-
-
-def _touches(box, regions):
-    """Whether ``box`` meets any of ``regions``, edges included (a spine lies on its axes' edge)."""
-    return (box.width > 0 or box.height > 0) and any(
-        box.x0 <= r.x1 and r.x0 <= box.x1 and box.y0 <= r.y1 and r.y0 <= box.y1 for r in regions
-    )
+    hidden = {id(parent.patch)}
+    if isinstance(parent, Axes) and not (parent.axison and parent._frameon):
+        hidden.update(map(id, parent.spines.values()))
+    if isinstance(parent, Axes) and not parent.axison:
+        hidden.update(map(id, parent._axis_map.values()))
+    children = [child for child in parent.get_children() if id(child) not in hidden]
+    return sorted(children, key=Artist.get_zorder)
 
 
 def _blitted(fig, scene):
@@ -497,26 +475,27 @@ def _blitted(fig, scene):
     """
     moving = {id(artist) for artist in _scene_artists(scene)}
     renderer = fig.canvas.get_renderer()
-    found, order = set(), []
+    order = []
 
     def visit(parent):
         regions = []
         for child in _in_draw_order(parent):
             if id(child) in moving:
-                found.add(id(child))
                 order.append(child)
                 clip = child.get_clip_box() if child.get_clip_on() else None
                 regions.append(clip if clip is not None else child.get_window_extent(renderer))
             elif isinstance(child, Axes) or child in getattr(parent, "child_axes", ()):
                 visit(child)  # child axes too: a secondary axis is no Axes
             elif regions and child.get_visible() and not isinstance(child, Axis):
-                if _touches(child.get_window_extent(renderer), regions):
+                box = child.get_window_extent(renderer)  # edges count: a spine on the axes' edge
+                if (box.width > 0 or box.height > 0) and any(map(box.overlaps, regions)):
                     order.append(child)
 
     visit(fig)
-    if len(found) != len(moving):
+    missing = moving - {id(artist) for artist in order}
+    if missing:
         raise ValueError(
-            f"{len(moving) - len(found)} artist(s) of the scene are not drawn directly on the "
+            f"{len(missing)} artist(s) of the scene are not drawn directly on the "
             "figure or on its axes: a scene holds what the figure and its axes draw."
         )
     return order
@@ -528,37 +507,31 @@ def _value_error(key, control, value):
     ipywidgets would clip a number into a slider's range, or take NaN, or fail
     with a message about an ``index`` trait: the explorer says what fits instead.
     """
-    if isinstance(control, HiddenControl):
-        return None
     if hasattr(control, "options"):
         choices = list(control._options_values)
-        if not any(value is c or (type(value) is type(c) and value == c) for c in choices):
-            shown = ", ".join(map(repr, choices if len(choices) <= 8 else choices[:3]))
-            if len(choices) > 8:
-                shown += f", ..., {choices[-1]!r} ({len(choices)} in all)"
-            return f"{key} must be one of {shown}; got {value!r}."
-        return None
-    if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
-        if not isinstance(value, bool | np.bool_):
-            return f"{key} must be True or False; got {value!r}."
-        return None
-    if isinstance(control, widgets.FloatLogSlider):
-        low, high = control.base**control.min, control.base**control.max
+        fits = any(value is c or (type(value) is type(c) and value == c) for c in choices)
+        shown = ", ".join(map(repr, choices if len(choices) <= 8 else choices[:3]))
+        if len(choices) > 8:
+            shown += f", ..., {choices[-1]!r} ({len(choices)} in all)"
+        expected = f"one of {shown}"
+    elif isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+        fits, expected = isinstance(value, bool | np.bool_), "True or False"
     elif hasattr(control, "min") and hasattr(control, "max"):
         low, high = control.min, control.max
+        if isinstance(control, widgets.FloatLogSlider):  # its min and max are exponents
+            low, high = control.base**low, control.base**high
+        whole = isinstance(control.value, numbers.Integral)
+        fits = (
+            isinstance(value, numbers.Real)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (not whole or value == int(value))
+            and low <= value <= high
+        )
+        expected = f"{'a whole number' if whole else 'a number'} from {low:g} to {high:g}"
     else:
-        return None  # an explorer's own control: its traits check the value
-    whole = isinstance(control.value, numbers.Integral)
-    kind = "a whole number" if whole else "a number"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or (whole and value != int(value))
-        or not low <= value <= high
-    ):
-        return f"{key} must be {kind} from {low:g} to {high:g}; got {value!r}."
-    return None
+        return None  # an explorer's own control (or a hidden one): its traits check the value
+    return None if fits else f"{key} must be {expected}; got {value!r}."
 
 
 class _Frozen(NamedTuple):
@@ -669,7 +642,6 @@ class Explorer:
         self.style = plots.figure_style(None, plots.default_style() if style is None else style)
         self._depth = 0  # open batch() blocks
         self._pending = False  # a control changed inside the open batch
-        self._restoring = False  # a failed change is being undone
         self._notes = []  # note(state) callables for the batch's state
         # (style, static key) -> _Frozen, most recently shown last
         self._frozen = OrderedDict()
@@ -696,8 +668,7 @@ class Explorer:
         self.main_control = next(iter([*self.buttons.values(), *shown]), None)
         if self.main_control is not None:
             self.main_control.add_class("attn-main-control")
-        self.readout = widgets.HTML()
-        self.readout.add_class("attn-readout")
+        self.readout = widgets.HTML().add_class("attn-readout")
         # Shown at its own width (the column's at 1920 x 1080) or narrower, never
         # stretched: a flex column would otherwise widen it to fill the row.
         self.figure = widgets.Image(
@@ -711,18 +682,14 @@ class Explorer:
                 # page scroll sideways by 4 px
                 margin="2px 0",
             ),
-        )
-        self.figure.add_class("attn-figure")
+        ).add_class("attn-figure")
         self.board_toggle = widgets.ToggleButton(
             value=self.style == "board",
             description="board",
-            icon="",
             tooltip="Board style: large type and thick lines for a projector",
             layout=widgets.Layout(width="auto"),
-        )
-        self.board_toggle.add_class("attn-board-toggle")
-        self.table = widgets.HTML()
-        self.table.add_class("attn-table")
+        ).add_class("attn-board-toggle")
+        self.table = widgets.HTML().add_class("attn-table")
         numbers_box = widgets.Accordion(children=[self.table], titles=("Numbers",))
         numbers_box.selected_index = None  # collapsed until asked for
         # The page-side helper (kernel-gone message, aria values, presenter keys):
@@ -749,15 +716,15 @@ class Explorer:
             )
         self.widget = widgets.VBox(
             [self.frontend, self.controls_row, self.readout, figure_row, numbers_box]
-        )
-        self.widget.add_class("attn-explorer")
+        ).add_class("attn-explorer")
         self._mark_style()
-        self.state = None
-        self._refresh()
+        self._refresh()  # sets the state
         self.first_state = self.state
         for key, control in self.controls.items():
             control.observe(functools.partial(self._on_change, key), names="value")
-        self.board_toggle.observe(self._on_board_toggle, names="value")
+        self.board_toggle.observe(
+            lambda change: self.set_style("board" if change["new"] else "default"), names="value"
+        )
 
     @property
     def fig(self):
@@ -781,13 +748,8 @@ class Explorer:
 
     def _mark_style(self):
         """The board class on the explorer: large readout and controls (``_frontend.css``)."""
-        if self.style == "board":
-            self.widget.add_class("attn-board")
-        else:
-            self.widget.remove_class("attn-board")
-
-    def _on_board_toggle(self, change):
-        self.set_style("board" if change["new"] else "default")
+        mark = self.widget.add_class if self.style == "board" else self.widget.remove_class
+        mark("attn-board")
 
     def set_style(self, style):
         """Draw from now on in ``style`` ("default" or "board"); what the toggle does.
@@ -841,11 +803,10 @@ class Explorer:
         self._depth += 1
         try:
             yield self
-            if self._depth == 1:
-                if self._pending:
-                    self._refresh()
-                elif self._notes:
-                    self._show_notes()
+            if self._depth == 1 and self._pending:
+                self._refresh()
+            elif self._depth == 1 and self._notes:
+                self._show_notes()
         except BaseException:
             if self._depth == 1:
                 self._roll_back()
@@ -880,15 +841,10 @@ class Explorer:
         self.readout.value = "<br>".join([self._readout_text, *(n(self.state) for n in notes)])
 
     def _on_change(self, key, change):
-        if self._restoring:  # undoing a failed change: dependents follow, nothing is drawn
+        with self._reported(), self.batch():
+            self._pending = True
             if key in self._follow:
-                self._follow[key](change)
-            return
-        with self._reported():
-            with self.batch():
-                self._pending = True
-                if key in self._follow:
-                    self._follow[key](change)  # dependent controls join this batch
+                self._follow[key](change)  # dependent controls join this batch
 
     def _on_click(self, name, _button):
         with self._reported():
@@ -906,16 +862,17 @@ class Explorer:
             self.readout.value = f"{self._readout_text}<br>{html.escape(str(error))}"
 
     def _roll_back(self):
-        """Put every control back to the values of the state on show, as they were."""
-        self._restoring = True
+        """Put every control back to the values of the state on show, as they were.
+
+        Called inside the failed batch, so the changes back only join it (with
+        their follow callbacks) and draw nothing.
+        """
         try:
             for _ in range(2):  # a follow callback may move a control restored before it
                 for key, value in self._committed.items():
                     self.controls[key].value = value
         finally:
-            self._restoring = False
-            self._pending = False
-            self._notes = []
+            self._pending, self._notes = False, []
         if self._shown in self._frozen:  # a failed refresh may have moved some artists
             with plots.series_style(self.style):
                 self.spec.refresh(self._frozen[self._shown].scene, self.state)
@@ -946,11 +903,10 @@ class Explorer:
             self.spec.refresh(frozen.scene, state)
         self._frozen.move_to_end(key)
         self._shown = key
-        canvas = frozen.fig.canvas
-        canvas.restore_region(frozen.background)
+        frozen.fig.canvas.restore_region(frozen.background)
         for artist in frozen.blitted:
             frozen.fig.draw_artist(artist)
-        return _encode(canvas)
+        return _encode(frozen.fig.canvas)
 
     def _freeze(self, key, state):
         """Draw ``state`` in full, lay it out once and keep it, with the background of its scene.
@@ -1053,19 +1009,15 @@ class Explorer:
         return self.spec.figure(state, style=self.style if style is None else style, pyplot=True)
 
     def close(self):
-        """Close the widgets (frees their comms in a live kernel)."""
-        for child in (
-            self.widget,
-            self.frontend,
-            self.readout,
-            self.figure,
-            self.table,
-            self.board_toggle,
-            *self.buttons.values(),
-            *self.controls.values(),
-        ):
-            if hasattr(child, "close"):
-                child.close()
+        """Close the widgets (frees their comms in a live kernel).
+
+        All of them are in :attr:`widget`'s tree, but the hidden controls, which are none.
+        """
+        tree = [self.widget]
+        while tree:
+            widget = tree.pop()
+            tree += getattr(widget, "children", ())
+            widget.close()
 
     def __repr__(self):
         return f"<{self.title} explorer: run the notebook to interact>"
@@ -1073,6 +1025,4 @@ class Explorer:
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data = dict(data) if data else {}
-        data["text/plain"] = repr(self)
-        return data
+        return {**(data or {}), "text/plain": repr(self)}

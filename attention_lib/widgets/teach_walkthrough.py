@@ -12,8 +12,8 @@ editable field, and an edit recomputes the step on screen.
 needs beyond them (the rows of numbers under the cards, the covers of erased
 cards, the output card). Every artist a step can change exists from the
 first drawing, empty or hidden, and :func:`refresh` only sets texts, widths
-and visibility, so a step is blitted over the still cards; an edited card
-changes :func:`static_key` and costs one full drawing.
+and visibility, so a step, and an edited number on a card, is blitted over
+the still cards; only other card shapes (:func:`static_key`) are a new drawing.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import numpy as np
 import traitlets
+from matplotlib.artist import setp
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .. import plots
+from ..plots.cards import update_kv_cards
 from ..walkthrough import (
     BOARD_ROWS,
     DEFAULT_CARDS,
@@ -87,6 +89,7 @@ _OUTPUT_FACE = "#f7eaf2"
 class _Board(NamedTuple):
     """The artists a step changes (the scene)."""
 
+    cards: object  # what kv_cards drew: the vectors an edit changes
     caption: object  # the axes' left title: step, name, what just happened
     query_position: object
     rows: list  # (label, [cell per card]) per BOARD_ROWS
@@ -103,18 +106,19 @@ def _decimals(cards):
 
 
 def static_key(state):
-    """The cards: kv_cards prints them, so new card values are a new drawing."""
-    return tuple(array.tobytes() for array in state.cards)
+    """The cards' shapes: refresh prints new numbers on the cards, not other cards."""
+    return tuple(array.shape for array in state.cards)
 
 
 def draw(fig, state):
     """The query, key/value and output cards, the rows of numbers under them, the caption."""
     spec = plots.STYLES[plots.figure_style(fig)]
     big, small = spec["title"], spec["annotation"]
+    bold = {"fontsize": big, "weight": "bold"}
     ax = fig.subplots()
     cards = state.cards
     n = len(cards.keys)
-    plots.kv_cards(cards.keys, cards.values, ax=ax, query=cards.query, decimals=_decimals(cards))
+    drawn = plots.kv_cards(cards.keys, cards.values, ax=ax, query=cards.query)
     # kv_cards sizes the axes to the cards it drew; keep every step on the same grid.
     ax.set_xlim(-0.1, _SLOT * (n + 2) - 0.1)
     ax.set_ylim(-1.02, 1.3)
@@ -129,7 +133,7 @@ def draw(fig, state):
     rows = [
         (
             text(0.5, y, label, fontsize=big, color=plots.COLORS["reference"]),
-            [text(x + 0.5, y, fontsize=big, weight="bold") for x in lefts],
+            [text(x + 0.5, y, **bold) for x in lefts],
         )
         for label, y in zip(BOARD_ROWS, _ROW_Y, strict=True)
     ]
@@ -143,28 +147,12 @@ def draw(fig, state):
         for x in lefts
     ]
     # The cover over an erased card: opaque, above kv_cards' texts (zorder 3), its label on top.
+    cover = {"facecolor": plots.MASKED_COLOR, "hatch": "//", "edgecolor": "#6e6e6e", "zorder": 4}
+    on_white = {"facecolor": "white", "edgecolor": "none", "pad": 4}
     covers = [
         (
-            ax.add_patch(
-                Rectangle(
-                    (x - 0.03, 0.02),
-                    1.06,
-                    1.06,
-                    facecolor=plots.MASKED_COLOR,
-                    hatch="//",
-                    edgecolor="#6e6e6e",
-                    zorder=4,
-                )
-            ),
-            text(
-                x + 0.5,
-                0.55,
-                "future:\nerased",
-                fontsize=big,
-                weight="bold",
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 4},
-                zorder=5,
-            ),
+            ax.add_patch(Rectangle((x - 0.03, 0.02), 1.06, 1.06, **cover)),
+            text(x + 0.5, 0.55, "future:\nerased", **bold, bbox=on_white, zorder=5),
         )
         for x in lefts
     ]
@@ -183,15 +171,19 @@ def draw(fig, state):
         )
     )
     text(x + 0.5, 0.9, "output", fontsize=small, weight="bold")
-    output_text = text(x + 0.5, 0.55, fontsize=big, weight="bold", color="#7d3160")
+    output_text = text(x + 0.5, 0.55, **bold, color="#7d3160")
     caption = ax.set_title("", loc="left", fontsize=spec["label"], fontweight="normal")
-    scene = _Board(caption, where, rows, bars, covers, output_card, output_text)
+    scene = _Board(drawn, caption, where, rows, bars, covers, output_card, output_text)
     refresh(scene, state)  # the caption's two lines take their room in the layout
     return scene
 
 
 def refresh(scene, state):
-    """Show ``state``: caption, the rows computed so far, weight bars, covers, output."""
+    """Show ``state``: cards, caption, the rows computed so far, weight bars, covers, output."""
+    cards = state.cards
+    update_kv_cards(
+        scene.cards, cards.keys, cards.values, query=cards.query, decimals=_decimals(cards)
+    )
     scene.caption.set_text(f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}")
     scene.query_position.set_text(f"at position {state.query_position}")
     for r, (label, cells) in enumerate(scene.rows):
@@ -203,12 +195,10 @@ def refresh(scene, state):
             cell.set_color("#bdbdbd" if r == 0 and state.erased[i] else "black")
     weighted = state.weights is not None
     for i, (background, bar) in enumerate(scene.bars):
-        background.set_visible(weighted)
-        bar.set_visible(weighted)
+        setp((background, bar), visible=weighted)
         bar.set_width(float(state.weights[i]) if weighted else 0.0)
-    for erased, (cover, label) in zip(state.erased, scene.covers, strict=True):
-        cover.set_visible(bool(erased))
-        label.set_visible(bool(erased))
+    for erased, cover_and_label in zip(state.erased, scene.covers, strict=True):
+        setp(cover_and_label, visible=bool(erased))
     computed = state.output_text is not None
     scene.output_card.set_facecolor(_OUTPUT_FACE if computed else "none")
     scene.output_card.set_linestyle("-" if computed else "--")
@@ -238,6 +228,13 @@ def readout(values, state):
 # --- controls -----------------------------------------------------------------------------
 
 
+def _card_rows(cards):
+    """``(role, index, row)`` of every row of entries: the query, the keys, the values."""
+    for role, array in (("q", cards.query[None, :]), ("k", cards.keys), ("v", cards.values)):
+        for i, row in enumerate(array):
+            yield role, i, row
+
+
 class _CardEditor(widgets.HBox):
     """One small number field per card entry; ``value`` is the :class:`Cards` they spell.
 
@@ -251,32 +248,29 @@ class _CardEditor(widgets.HBox):
     def __init__(self, cards, *, field_width="3.6em"):
         self._shapes = [array.shape for array in cards]
         self._fields = {}
-        groups = []
-        for role, array in (("q", cards.query[None, :]), ("k", cards.keys), ("v", cards.values)):
-            for i, row in enumerate(array):
-                fields = [
-                    widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
-                    for x in row
-                ]
-                self._fields[role, i] = fields
-                name = "q" if role == "q" else f"{role}{i + 1}"
-                label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
-                # the right margin parts the groups: q | k1 v1 | k2 v2 ...
-                margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"
-                box = widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin))
-                groups.append((role, i, box))
+        boxes = {}
+        for role, i, row in _card_rows(cards):
+            fields = [
+                widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
+                for x in row
+            ]
+            self._fields[role, i] = fields
+            for field in fields:
+                field.observe(self._on_field, names="value")
+            name = "q" if role == "q" else f"{role}{i + 1}"
+            label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
+            # the right margin parts the groups: q | k1 v1 | k2 v2 ...
+            margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"
+            boxes[role, i] = widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin))
         # query first, then each card's key beside its value, like the cards on the board
-        order = sorted(groups, key=lambda g: (g[0] != "q", g[1], g[0]))
+        order = sorted(boxes, key=lambda role_i: (role_i[0] != "q", role_i[1], role_i[0]))
         super().__init__(
-            [box for *_, box in order],
+            [boxes[role_i] for role_i in order],
             layout=widgets.Layout(flex_flow="row wrap"),
             value=cards,
         )
         self.add_class("attn-card-editor")
         self._syncing = False
-        for fields in self._fields.values():
-            for field in fields:
-                field.observe(self._on_field, names="value")
         self.observe(self._on_value, names="value")
 
     @traitlets.validate("value")
@@ -291,13 +285,10 @@ class _CardEditor(widgets.HBox):
         return proposal["value"]
 
     def _spelled(self):
-        def rows(role):
-            n = sum(1 for r, _ in self._fields if r == role)
-            return [
-                [round(f.value, CARD_DECIMALS) for f in self._fields[role, i]] for i in range(n)
-            ]
-
-        return make_cards(rows("q")[0], rows("k"), rows("v"))
+        rows = {"q": [], "k": [], "v": []}
+        for (role, _), fields in self._fields.items():  # in order: the query, keys, values
+            rows[role].append([round(field.value, CARD_DECIMALS) for field in fields])
+        return make_cards(rows["q"][0], rows["k"], rows["v"])
 
     def _on_field(self, change):
         if not self._syncing:
@@ -305,27 +296,13 @@ class _CardEditor(widgets.HBox):
 
     def _on_value(self, change):
         """Show new cards set from Python (Reset) in the fields without re-firing per field."""
-        cards = change["new"]
         self._syncing = True
         try:
-            for role, array in (
-                ("q", cards.query[None, :]),
-                ("k", cards.keys),
-                ("v", cards.values),
-            ):
-                for i, row in enumerate(array):
-                    for field, x in zip(self._fields[role, i], row, strict=True):
-                        field.value = float(x)
+            for role, i, row in _card_rows(change["new"]):
+                for field, x in zip(self._fields[role, i], row, strict=True):
+                    field.value = float(x)
         finally:
             self._syncing = False
-
-    def close(self):
-        """Close the fields, their labels and boxes too."""
-        for box in self.children:
-            for child in box.children:
-                child.close()
-            box.close()
-        super().close()
 
 
 def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=None):
@@ -372,20 +349,20 @@ def teach_walkthrough_explorer(cards=DEFAULT_CARDS, query_position=2, *, style=N
         ),
         "cards": _CardEditor(cards),
     }
+
+    def step_button(description, by, tooltip, **primary):
+        """Next or Back: the step ``by`` one, switched off at the end it would pass."""
+        return Button(
+            description,
+            lambda values: {"step": min(max(values["step"] + by, 1), N_STEPS)},
+            lambda values: 1 <= values["step"] + by <= N_STEPS,
+            tooltip=tooltip,
+            **primary,
+        )
+
     buttons = {
-        "next": Button(
-            "Next ▶",
-            lambda values: {"step": min(values["step"] + 1, N_STEPS)},
-            lambda values: values["step"] < N_STEPS,
-            tooltip="next step",
-            primary=True,
-        ),
-        "back": Button(
-            "◀ Back",
-            lambda values: {"step": max(values["step"] - 1, 1)},
-            lambda values: values["step"] > 1,
-            tooltip="previous step",
-        ),
+        "next": step_button("Next ▶", 1, "next step", primary=True),
+        "back": step_button("◀ Back", -1, "previous step"),
         "reset": Button("⟲ Reset", lambda values: start, tooltip="step 1, first cards"),
     }
     return EXPLORER.explorer(controls, buttons=buttons, style=style)
