@@ -18,9 +18,7 @@ cells blocked by hand.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import itertools
 import numbers
 from typing import NamedTuple
 
@@ -97,11 +95,10 @@ def _cells(blocked, below=np.inf):
     """``blocked`` as sorted (query, key) pairs of whole numbers from 0 (below ``below``)."""
     try:
         pairs = [tuple(cell) for cell in blocked]
+        fit = all(len(p) == 2 and all(_is_whole(i) and 0 <= i < below for i in p) for p in pairs)
     except TypeError:
-        pairs = None
-    if pairs is None or not all(
-        len(pair) == 2 and all(_is_whole(i) and 0 <= i < below for i in pair) for pair in pairs
-    ):
+        fit = False
+    if not fit:
         most = "" if below == np.inf else f" to {below - 1}"
         raise ValueError(
             f"blocked must hold (query, key) cells, pairs of whole numbers from 0{most}; "
@@ -165,10 +162,8 @@ def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
     by_hand = np.ones((length, length), dtype=bool)
     for q, k in blocked:
         by_hand[q, k] = False
-    mask = np.broadcast_to(
-        combine_masks(causal_mask(length) if causal else None, padding_part, by_hand),
-        (len(lengths), length, length),
-    ).copy()
+    # (B, T, T): the padding's (B, 1, T) and the grid's (T, T) broadcast together
+    mask = combine_masks(causal_mask(length) if causal else None, padding_part, by_hand)
 
     scores = attention_scores(Q, K)
     output, cache = attention_forward(Q, K, V, mask=mask, return_cache=True)
@@ -252,10 +247,11 @@ def draw(fig, state):
         )
         # Key labels stand upright from T = 4 on: there "k2·pad" in board type is wider than
         # its column. T alone decides (the padding marks come and go without a redraw).
-        ax.tick_params(axis="x", labelrotation=90 if state.length >= 4 else 0)
+        if state.length >= 4:
+            ax.tick_params(axis="x", labelrotation=90)
         sums = ax.secondary_yaxis("right")
+        sums.tick_params(length=0, pad=4, labelsize=tick)  # first: the ticks are made with it
         sums.set_ticks(rows, ["Σ=0"] * state.length, fontweight="bold")  # the widest, as above
-        sums.tick_params(length=0, pad=4, labelsize=tick)
         sums.spines[:].set_visible(False)
         scene.append((heatmap, ax.xaxis, ax.title, sums.yaxis))
     fig.colorbar(heatmap.image, ax=axes).set_label("weight")
@@ -317,23 +313,13 @@ class _TupleOfChildren:
     """Base of a control whose tuple ``value`` is what its child widgets (a grid, sliders) ask.
 
     A child's change sets ``value``; the explorer's ``follow`` callback shows
-    ``value`` in the children again, inside :meth:`_quietly` so that does not
-    echo back. A ``value`` that ``_checked`` refuses raises before anything changes.
+    ``value`` in the children again. A ``value`` that ``_checked`` refuses
+    raises before anything changes.
     """
-
-    _syncing = False
 
     @traitlets.validate("value")
     def _valid(self, proposal):
         return self._checked(proposal["value"])
-
-    @contextlib.contextmanager
-    def _quietly(self):
-        syncing, self._syncing = self._syncing, True
-        try:
-            yield
-        finally:
-            self._syncing = syncing
 
     def close(self):
         for child in self.children:
@@ -372,17 +358,16 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
     def __init__(self, value, *, on_masked_click):
         self._shown = widgets.Layout(width="34px", height="32px")  # tall: room beside the figure
         self._hidden = widgets.Layout(display="none")
-        self._all = {}
-        for cell in itertools.product(range(MAX_LENGTH), repeat=2):
-            self._all[cell] = widgets.ToggleButton(False, layout=self._hidden)
-            self._all[cell].observe(functools.partial(self._on_button, cell), names="value")
-        # key labels k0 ... k7 along the top, then each row: its query label q0 ... q7, its cells
-        self._labels = [widgets.Label(f"{side}{i}") for side in "kq" for i in range(MAX_LENGTH)]
-        rows = [(self._labels[MAX_LENGTH + q], *self._all_in_row(q)) for q in range(MAX_LENGTH)]
-        self.cells = widgets.GridBox(
-            [widgets.Label(""), *self._labels[:MAX_LENGTH], *itertools.chain(*rows)],
-            layout=widgets.Layout(grid_gap="2px"),
-        )
+        self._all, self._labels = {}, [widgets.Label(f"k{k}") for k in range(MAX_LENGTH)]
+        children = [widgets.Label(""), *self._labels]  # the key labels along the top
+        for q in range(MAX_LENGTH):
+            self._labels.append(widgets.Label(f"q{q}"))
+            children.append(self._labels[-1])  # then each query's label and its cells
+            for k in range(MAX_LENGTH):
+                self._all[q, k] = widgets.ToggleButton(False, layout=self._hidden)
+                self._all[q, k].observe(functools.partial(self._on_button, (q, k)), "value")
+                children.append(self._all[q, k])
+        self.cells = widgets.GridBox(children, layout=widgets.Layout(grid_gap="2px"))
         super().__init__(
             [self.cells, widgets.HTML(_GRID_LEGEND)], layout=widgets.Layout(width=_GRID_WIDTH)
         )
@@ -390,9 +375,6 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
         self.on_masked_click = on_masked_click
         self.buttons, self._causal, self._lengths = {}, False, ()
         self.value = value
-
-    def _all_in_row(self, q):
-        return [self._all[q, k] for k in range(MAX_LENGTH)]
 
     def _checked(self, value):
         return _cells(value, below=MAX_LENGTH)
@@ -404,10 +386,9 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
         """
         self._causal, self._lengths = bool(causal), tuple(lengths)
         self.buttons = {cell: b for cell, b in self._all.items() if max(cell) < length}
-        with self._quietly():
-            for cell, button in self._all.items():
-                button.value = cell in self.value
-                button.layout = self._shown if cell in self.buttons else self._hidden
+        for cell, button in self._all.items():
+            button.value = cell in self.value
+            button.layout = self._shown if cell in self.buttons else self._hidden
         for i, label in enumerate(self._labels):
             label.layout.display = None if i % MAX_LENGTH < length else "none"
         self.cells.layout.grid_template_columns = f"28px repeat({length}, 34px)"
@@ -434,13 +415,27 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
             )
 
     def _on_button(self, cell, change):
-        if self._syncing:
-            return
-        if change["new"] and _mask_reason(*cell, self._causal, self._lengths):
+        # A button that show() sets to what value holds asks for nothing new.
+        asked = change["new"] and cell not in self.value
+        if asked and _mask_reason(*cell, self._causal, self._lengths):
             change["owner"].value = False  # a mask blocks it already: spring back, say why
             self.on_masked_click(cell)
         else:
-            self.value = tuple(sorted(c for c, b in self._all.items() if b.value))
+            others = [c for c in self.value if c != cell]
+            self.value = tuple(sorted([*others, cell] if change["new"] else others))
+
+
+def _slider(value, low, high, description, width):
+    """A whole-number slider that moves the explorer on release, its label in full."""
+    return widgets.IntSlider(
+        value,
+        low,
+        high,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width=width),
+    )
 
 
 class RealTokenSliders(_TupleOfChildren, widgets.HBox):
@@ -454,39 +449,33 @@ class RealTokenSliders(_TupleOfChildren, widgets.HBox):
     value = traitlets.TraitType(())  # any value but None; _checked says what fits
 
     def __init__(self, lengths, length):
+        # 400 px: a usable track beside board-sized labels
         sliders = [
-            widgets.IntSlider(
-                0,
-                0,
-                length,
-                description=f"real tokens in example {b}",
-                continuous_update=False,
-                style={"description_width": "initial"},
-                layout=widgets.Layout(width="400px"),  # a usable track beside board-sized labels
-            )
-            for b in range(BATCH)
+            _slider(0, 0, length, f"real tokens in example {b}", "400px") for b in range(BATCH)
         ]
         super().__init__(sliders, layout=widgets.Layout(flex_flow="row wrap"))
         self.value = lengths
         for b, slider in enumerate(sliders):
             slider.observe(functools.partial(self._on_slider, b), names="value")
+        self.resize(length)
 
     def _checked(self, value):
         return _requested_lengths(value, count=len(self.children))
 
     def _on_slider(self, b, change):
-        if not self._syncing:
-            slider, asked = change["owner"], list(self.value)
-            asked[b] = None if slider.value == slider.max else slider.value
+        # A slider that shows its request (resize() sets it so) asks for nothing new.
+        asked, shown = list(self.value), change["new"]
+        if shown != _clipped_lengths(asked, self.length)[b]:
+            asked[b] = None if shown == self.length else shown
             self.value = tuple(asked)
 
     def resize(self, length):
         """New maximum ``length``; the sliders show the requests clipped to it."""
-        with self._quietly():  # a lower maximum clips a slider: not a change of request
-            for slider, n in zip(self.children, _clipped_lengths(self.value, length), strict=True):
-                slider.max = max(slider.max, length)  # never below the value it is to show
-                slider.value = n
-                slider.max = length
+        self.length = length
+        for slider, n in zip(self.children, _clipped_lengths(self.value, length), strict=True):
+            slider.max = max(slider.max, length)  # never below the value it is to show
+            slider.value = n
+            slider.max = length
 
 
 def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *, style=None):
@@ -538,15 +527,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *
         explorer.note(lambda state: _masked_click_note(state, cell))
 
     controls = {
-        "length": widgets.IntSlider(
-            length,
-            1,
-            MAX_LENGTH,
-            description="T",
-            continuous_update=False,
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="220px"),
-        ),
+        "length": _slider(length, 1, MAX_LENGTH, "T", "220px"),
         "causal": widgets.Checkbox(
             bool(causal), description="causal", indent=False, layout=widgets.Layout(width="90px")
         ),
@@ -564,10 +545,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *
 
     follow()
     explorer = EXPLORER.explorer(
-        controls,
-        follow=dict.fromkeys(controls, follow),
-        style=style,
-        beside_figure=("blocked",),
+        controls, follow=dict.fromkeys(controls, follow), style=style, beside_figure=["blocked"]
     )
     return explorer
 
