@@ -18,7 +18,7 @@ cells blocked by hand.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import numbers
 from typing import NamedTuple
 
@@ -49,9 +49,7 @@ class MaskEditorState(NamedTuple):
     lengths: tuple  #: real tokens per example, clipped to 0 ... length
     requested: tuple  #: real tokens per example as asked (None: no padding), unclipped
     blocked: frozenset  #: (query, key) cells blocked by hand, inside the T x T grid
-    causal_part: np.ndarray | None  #: (T, T) or None when causal is off
     padding_part: np.ndarray  #: (B, 1, T)
-    cell_part: np.ndarray  #: (T, T), False at the blocked cells
     mask: np.ndarray  #: (B, T, T) the combined mask, True = may read
     scores: np.ndarray  #: (B, T, T) scaled scores before masking
     masked_scores: np.ndarray  #: (B, T, T) scores with -inf where the mask is False
@@ -97,11 +95,10 @@ def _cells(blocked, below=np.inf):
     """``blocked`` as sorted (query, key) pairs of whole numbers from 0 (below ``below``)."""
     try:
         pairs = [tuple(cell) for cell in blocked]
+        fit = all(len(p) == 2 and all(_is_whole(i) and 0 <= i < below for i in p) for p in pairs)
     except TypeError:
-        pairs = None
-    if pairs is None or not all(
-        len(pair) == 2 and all(_is_whole(i) and 0 <= i < below for i in pair) for pair in pairs
-    ):
+        fit = False
+    if not fit:
         most = "" if below == np.inf else f" to {below - 1}"
         raise ValueError(
             f"blocked must hold (query, key) cells, pairs of whole numbers from 0{most}; "
@@ -161,14 +158,12 @@ def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
     blocked = frozenset(cell for cell in _cells(blocked) if max(cell) < length)
     Q, K, V = _example_inputs(length, len(lengths), seed)
 
-    causal_part = causal_mask(length) if causal else None
     padding_part = padding_mask(valid_from_lengths(np.array(lengths), length))
-    cell_part = np.ones((length, length), dtype=bool)
+    by_hand = np.ones((length, length), dtype=bool)
     for q, k in blocked:
-        cell_part[q, k] = False
-    mask = np.broadcast_to(
-        combine_masks(causal_part, padding_part, cell_part), (len(lengths), length, length)
-    ).copy()
+        by_hand[q, k] = False
+    # (B, T, T): the padding's (B, 1, T) and the grid's (T, T) broadcast together
+    mask = combine_masks(causal_mask(length) if causal else None, padding_part, by_hand)
 
     scores = attention_scores(Q, K)
     output, cache = attention_forward(Q, K, V, mask=mask, return_cache=True)
@@ -178,9 +173,7 @@ def update(length, causal=True, lengths=None, blocked=(), *, seed=0):
         lengths=lengths,
         requested=requested,
         blocked=blocked,
-        causal_part=causal_part,
         padding_part=padding_part,
-        cell_part=cell_part,
         mask=mask,
         scores=scores,
         masked_scores=np.where(mask, scores, -np.inf),
@@ -254,10 +247,11 @@ def draw(fig, state):
         )
         # Key labels stand upright from T = 4 on: there "k2·pad" in board type is wider than
         # its column. T alone decides (the padding marks come and go without a redraw).
-        ax.tick_params(axis="x", labelrotation=90 if state.length >= 4 else 0)
+        if state.length >= 4:
+            ax.tick_params(axis="x", labelrotation=90)
         sums = ax.secondary_yaxis("right")
+        sums.tick_params(length=0, pad=4, labelsize=tick)  # first: the ticks are made with it
         sums.set_ticks(rows, ["Σ=0"] * state.length, fontweight="bold")  # the widest, as above
-        sums.tick_params(length=0, pad=4, labelsize=tick)
         sums.spines[:].set_visible(False)
         scene.append((heatmap, ax.xaxis, ax.title, sums.yaxis))
     fig.colorbar(heatmap.image, ax=axes).set_label("weight")
@@ -285,21 +279,18 @@ def static_key(state):
 
 def table(state):
     """The weights and row sums of every example as HTML tables; blocked cells read "blocked"."""
+    header = ["", *(f"key {j}" for j in range(state.length)), "row sum"]
     parts = []
-    for b in range(state.weights.shape[0]):
-        rows = []
-        for t in range(state.length):
-            cells = [
-                f"{state.weights[b, t, j]:.3f}" if state.mask[b, t, j] else "blocked"
-                for j in range(state.length)
-            ]
-            rows.append([f"query {t}", *cells, f"{state.row_sums[b, t]:.3f}"])
-        header = ["", *(f"key {j}" for j in range(state.length)), "row sum"]
-        caption = (
-            f"example {b}: {state.lengths[b]} real tokens, causal {'on' if state.causal else 'off'}"
-        )
+    for b, sums in enumerate(state.row_sums):
+        cells = np.where(state.mask[b], state.weights[b].astype(object), "blocked")
+        rows = [[f"query {t}", *cells[t], sums[t]] for t in range(state.length)]
+        caption = f"example {b}: {state.lengths[b]} real tokens, causal {_on_off(state.causal)}"
         parts.append(html_table(rows, header, caption=caption))
     return "".join(parts)
+
+
+def _on_off(flag):
+    return "on" if flag else "off"
 
 
 def readout(values, state):
@@ -312,7 +303,7 @@ def readout(values, state):
     ]
     kept = f" ({'; '.join(waiting)})" if waiting else ""
     return (
-        f"<b>T = {state.length}</b> · causal {'on' if state.causal else 'off'} · real tokens "
+        f"<b>T = {state.length}</b> · causal {_on_off(state.causal)} · real tokens "
         f"{', '.join(map(str, state.lengths))}{kept} · "
         f"{len(state.blocked)} cell(s) blocked by hand · "
         f"<b>{empty}</b> empty row(s) (weights and output 0)"
@@ -320,31 +311,16 @@ def readout(values, state):
 
 
 class _TupleOfChildren:
-    """Base of a control whose tuple ``value`` mirrors child widgets (a grid, sliders).
+    """Base of a control whose tuple ``value`` is what its child widgets (a grid, sliders) ask.
 
-    A child's change sets ``value`` and a new ``value`` sets the children
-    (``_show``); changes made inside :meth:`_quietly` do not echo back. A
-    ``value`` that ``_checked`` refuses raises before anything changes.
+    A child's change sets ``value``; the explorer's ``follow`` callback shows
+    ``value`` in the children again. A ``value`` that ``_checked`` refuses
+    raises before anything changes.
     """
-
-    _syncing = False
 
     @traitlets.validate("value")
     def _valid(self, proposal):
         return self._checked(proposal["value"])
-
-    @contextlib.contextmanager
-    def _quietly(self):
-        syncing, self._syncing = self._syncing, True
-        try:
-            yield
-        finally:
-            self._syncing = syncing
-
-    def _on_value(self, change):
-        if not self._syncing:
-            with self._quietly():
-                self._show(change["new"])
 
     def close(self):
         for child in self.children:
@@ -383,52 +359,45 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
     def __init__(self, value, *, on_masked_click):
         self._shown = widgets.Layout(width="34px", height="32px")  # tall: room beside the figure
         self._hidden = widgets.Layout(display="none")
-        self._all = {}
-        key_labels = [widgets.Label(f"k{k}") for k in range(MAX_LENGTH)]
-        children = [widgets.Label(""), *key_labels]
-        query_labels = []
+        self._all, self._labels = {}, [widgets.Label(f"k{k}") for k in range(MAX_LENGTH)]
+        children = [widgets.Label(""), *self._labels]  # the key labels along the top
         for q in range(MAX_LENGTH):
-            query_labels.append(widgets.Label(f"q{q}"))
-            children.append(query_labels[-1])
+            self._labels.append(widgets.Label(f"q{q}"))
+            children.append(self._labels[-1])  # then each query's label and its cells
             for k in range(MAX_LENGTH):
                 self._all[q, k] = widgets.ToggleButton(False, layout=self._hidden)
-                self._all[q, k].observe(self._on_button, names="value")
+                self._all[q, k].observe(functools.partial(self._on_button, (q, k)), "value")
                 children.append(self._all[q, k])
         self.cells = widgets.GridBox(children, layout=widgets.Layout(grid_gap="2px"))
-        self._labels = [*key_labels, *query_labels]
-        legend = widgets.HTML(_GRID_LEGEND)
-        super().__init__([self.cells, legend], layout=widgets.Layout(width=_GRID_WIDTH))
+        super().__init__(
+            [self.cells, widgets.HTML(_GRID_LEGEND)], layout=widgets.Layout(width=_GRID_WIDTH)
+        )
         self.add_class("attn-cell-grid")
         self.on_masked_click = on_masked_click
-        self.length, self.buttons, self._causal, self._lengths = 0, {}, False, ()
-        self.observe(self._on_value, names="value")
+        self.buttons, self._causal, self._lengths = {}, False, ()
         self.value = value
 
     def _checked(self, value):
         return _cells(value, below=MAX_LENGTH)
 
     def show(self, length, causal, lengths):
-        """Show the first ``length x length`` cells, marked for ``causal`` and shown ``lengths``."""
+        """Show ``value`` in the first ``length x length`` cells, marked as the masks block them.
+
+        Only what changed reaches the page: a button or label that keeps its look sends nothing.
+        """
         self._causal, self._lengths = bool(causal), tuple(lengths)
-        if length != self.length:
-            for (q, k), button in self._all.items():
-                button.layout = self._shown if max(q, k) < length else self._hidden
-            for i, label in enumerate(self._labels):
-                label.layout.display = None if i % MAX_LENGTH < length else "none"
-            self.cells.layout.grid_template_columns = f"28px repeat({length}, 34px)"
-            self.length = length
-            self.buttons = {cell: b for cell, b in self._all.items() if max(cell) < length}
-        self._restyle()
-
-    def _reason(self, q, k):
-        return _mask_reason(q, k, self._causal, self._lengths)
-
-    def _restyle(self):
+        self.buttons = {cell: b for cell, b in self._all.items() if max(cell) < length}
+        for cell, button in self._all.items():
+            button.value = cell in self.value
+            button.layout = self._shown if cell in self.buttons else self._hidden
+        for i, label in enumerate(self._labels):
+            label.layout.display = None if i % MAX_LENGTH < length else "none"
+        self.cells.layout.grid_template_columns = f"28px repeat({length}, 34px)"
         # Hidden cells too: a page that lists every button finds each one named (the
-        # tooltip is its accessible name, see _frontend.js), and only the looks that
-        # changed reach the page. The classes are styled in _frontend.css.
+        # tooltip is its accessible name, see _frontend.js). The classes are styled in
+        # _frontend.css.
         for (q, k), button in self._all.items():
-            reason = self._reason(q, k)
+            reason = _mask_reason(q, k, self._causal, self._lengths)
             padded = ", ".join(str(b) for b, n in enumerate(self._lengths) if k >= n)
             if button.value:
                 also = f" and by {reason}" if reason else ""
@@ -446,25 +415,28 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
                 ("attn-cell-masked",) if reason else ("attn-cell-partly-padded",) if padded else ()
             )
 
-    def _on_button(self, change):
-        if self._syncing:
-            return
-        button = change["owner"]
-        cell = next(c for c, b in self._all.items() if b is button)
-        if change["new"] and self._reason(*cell):
-            # A mask blocks it already: nothing to block by hand. Spring back and say why.
-            with self._quietly():
-                button.value = False
+    def _on_button(self, cell, change):
+        # A button that show() sets to what value holds asks for nothing new.
+        asked = change["new"] and cell not in self.value
+        if asked and _mask_reason(*cell, self._causal, self._lengths):
+            change["owner"].value = False  # a mask blocks it already: spring back, say why
             self.on_masked_click(cell)
-            return
-        with self._quietly():  # the buttons already show it; the explorer still hears it
-            self.value = tuple(sorted(c for c, b in self._all.items() if b.value))
-        self._restyle()
+        else:
+            others = [c for c in self.value if c != cell]
+            self.value = tuple(sorted([*others, cell] if change["new"] else others))
 
-    def _show(self, value):
-        for cell, button in self._all.items():
-            button.value = cell in value
-        self._restyle()
+
+def _slider(value, low, high, description, width):
+    """A whole-number slider that moves the explorer on release, its label in full."""
+    return widgets.IntSlider(
+        value,
+        low,
+        high,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width=width),
+    )
 
 
 class RealTokenSliders(_TupleOfChildren, widgets.HBox):
@@ -478,48 +450,33 @@ class RealTokenSliders(_TupleOfChildren, widgets.HBox):
     value = traitlets.TraitType(())  # any value but None; _checked says what fits
 
     def __init__(self, lengths, length):
+        # 400 px: a usable track beside board-sized labels
         sliders = [
-            widgets.IntSlider(
-                0,
-                0,
-                length,
-                description=f"real tokens in example {b}",
-                continuous_update=False,
-                style={"description_width": "initial"},
-                layout=widgets.Layout(width="400px"),  # a usable track beside board-sized labels
-            )
-            for b in range(BATCH)
+            _slider(0, 0, length, f"real tokens in example {b}", "400px") for b in range(BATCH)
         ]
         super().__init__(sliders, layout=widgets.Layout(flex_flow="row wrap"))
         self.value = lengths
+        for b, slider in enumerate(sliders):
+            slider.observe(functools.partial(self._on_slider, b), names="value")
         self.resize(length)
-        self.observe(self._on_value, names="value")
-        for slider in sliders:
-            slider.observe(self._on_slider, names="value")
 
     def _checked(self, value):
         return _requested_lengths(value, count=len(self.children))
 
-    def _on_slider(self, change):
-        if self._syncing:
-            return
-        slider = change["owner"]
-        asked = None if slider.value == slider.max else slider.value
-        self.value = tuple(
-            asked if other is slider else n
-            for other, n in zip(self.children, self.value, strict=True)
-        )
-
-    def _show(self, value):
-        self.resize(self.children[0].max)
+    def _on_slider(self, b, change):
+        # A slider that shows its request (resize() sets it so) asks for nothing new.
+        asked, shown = list(self.value), change["new"]
+        if shown != _clipped_lengths(asked, self.length)[b]:
+            asked[b] = None if shown == self.length else shown
+            self.value = tuple(asked)
 
     def resize(self, length):
         """New maximum ``length``; the sliders show the requests clipped to it."""
-        with self._quietly():  # a lower maximum clips a slider: not a change of request
-            for slider, n in zip(self.children, _clipped_lengths(self.value, length), strict=True):
-                slider.max = max(slider.max, length)  # never below the value it is to show
-                slider.value = n
-                slider.max = length
+        self.length = length
+        for slider, n in zip(self.children, _clipped_lengths(self.value, length), strict=True):
+            slider.max = max(slider.max, length)  # never below the value it is to show
+            slider.value = n
+            slider.max = length
 
 
 def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *, style=None):
@@ -571,15 +528,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *
         explorer.note(lambda state: _masked_click_note(state, cell))
 
     controls = {
-        "length": widgets.IntSlider(
-            length,
-            1,
-            MAX_LENGTH,
-            description="T",
-            continuous_update=False,
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="220px"),
-        ),
+        "length": _slider(length, 1, MAX_LENGTH, "T", "220px"),
         "causal": widgets.Checkbox(
             bool(causal), description="causal", indent=False, layout=widgets.Layout(width="90px")
         ),
@@ -588,8 +537,8 @@ def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *
     }
 
     def follow(_change=None):
-        # The sliders and the grid follow T, causal and the real tokens inside the batch
-        # of the change: one redraw in all, and a click reads the batch's masks.
+        # The sliders and the grid show every change of every control inside its batch:
+        # one redraw in all, and a click reads the batch's masks.
         length, real = controls["length"].value, controls["lengths"]
         real.resize(length)
         shown = _clipped_lengths(real.value, length)
@@ -597,10 +546,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *
 
     follow()
     explorer = EXPLORER.explorer(
-        controls,
-        follow=dict.fromkeys(("length", "causal", "lengths"), follow),
-        style=style,
-        beside_figure=("blocked",),
+        controls, follow=dict.fromkeys(controls, follow), style=style, beside_figure=["blocked"]
     )
     return explorer
 
