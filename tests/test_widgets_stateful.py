@@ -326,13 +326,16 @@ def _session(spec):
     return Session
 
 
+@pytest.fixture
+def _fresh_drawings_for_one_test():
+    yield
+    _FRESH.clear()  # no other test asks for this explorer's drawings
+
+
 def test_the_registry_is_not_empty():
     assert SPECS, "no explorer found: the sessions below would test nothing"
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_random_sessions_keep_the_explorer_consistent(name):
-    try:
-        run_state_machine_as_test(_session(SPECS[name]), settings=SESSION)
-    finally:
-        _FRESH.clear()  # no other test asks for this explorer's drawings
+def test_random_sessions_keep_the_explorer_consistent(name, _fresh_drawings_for_one_test):
+    run_state_machine_as_test(_session(SPECS[name]), settings=SESSION)
