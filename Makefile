@@ -95,6 +95,8 @@ hub-tests: setup
 # pytest exits 5 when it collects nothing: accepted for the notebook step only when
 # there is no notebook at all (the series is still being written). nbval runs whole
 # notebooks per worker (--dist loadfile): one notebook's cells share one kernel.
+# Every benchmark's --smoke is a test (tests/test_bench_smoke.py), so it runs beside
+# the others instead of after them, one at a time.
 test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -105,8 +107,6 @@ else
 	$(PYTEST) --nbval notebooks/ --nbval-current-env -n $(WORKERS) --dist loadfile \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 endif
-	@for b in $(filter-out $(CLASS_BENCHMARK),$(wildcard benchmarks/bench_*.py)); do \
-	  echo "$(BIN)/python $$b --smoke"; $(BIN)/python $$b --smoke || exit 1; done
 
 execute: setup
 	$(BIN)/python scripts/execute_notebooks.py $(NB)

@@ -5,20 +5,9 @@ the torch verdicts (they need T >= 256 and torch), so they are checked here on
 made-up timings.
 """
 
-import importlib.util
-import pathlib
-
 import pytest
 
-BENCH_PATH = pathlib.Path(__file__).parents[1] / "benchmarks" / "bench_attention.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_attention", BENCH_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+BENCHMARK = "bench_attention"  # the ``bench`` fixture (tests/conftest.py) loads it
 
 
 def _row(rounds, bench, shape=(2, 8, 1024, 64), dtype="float32", kind="fwd+bwd"):

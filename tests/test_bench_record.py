@@ -1,19 +1,13 @@
 """benchmarks/record.py keeps a benchmark's output as a dated results page."""
 
-import importlib.util
-import pathlib
-
 import pytest
 
-RECORD_PATH = pathlib.Path(__file__).parents[1] / "benchmarks" / "record.py"
+BENCHMARK = "record"  # the ``bench`` fixture (tests/conftest.py) loads it, as ``record``
 
 
-@pytest.fixture(scope="module")
-def record():
-    spec = importlib.util.spec_from_file_location("record", RECORD_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def record(bench):
+    return bench
 
 
 FAKE_BENCHMARK = """

@@ -4,24 +4,9 @@
 neither the T = 8192 memory verdict nor the torch verdicts; they are checked here.
 """
 
-import importlib.util
-import pathlib
-import sys
-
 import pytest
 
-BENCH_DIR = pathlib.Path(__file__).parents[1] / "benchmarks"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_streaming", BENCH_DIR / "bench_streaming.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    sys.path.remove(str(BENCH_DIR))  # the benchmark put it there to share bench_attention
+BENCHMARK = "bench_streaming"  # the ``bench`` fixture (tests/conftest.py) loads it
 
 
 def test_memory_verdict_at_the_target_length(bench):

@@ -124,12 +124,17 @@ class _Shown(NamedTuple):
 
 
 #: (explorer, style, values) -> what a fresh explorer set to those values shows; a
-#: fresh explorer is a function of them, so sessions share what they have drawn.
+#: fresh explorer is a function of them, so sessions share what they have drawn. Kept
+#: for one explorer's sessions only (its key names it): emptied after each test.
 _FRESH = {}
 
 
+def _fresh_key(spec, style, values):
+    return (spec.name, style, _canonical(values))
+
+
 def _fresh(spec, style, values):
-    key = (spec.name, style, _canonical(values))
+    key = _fresh_key(spec, style, values)
     if key not in _FRESH:
         explorer = spec.factory(style=style)
         try:
@@ -216,6 +221,9 @@ def _session(spec):
         def open(self, style):
             self.explorer = spec.factory(style=style)
             self._remember()
+            # Just built, it is a fresh explorer set to its own values: the reference for them.
+            key = _fresh_key(spec, style, self.explorer.values)
+            _FRESH.setdefault(key, _Shown.of(self.explorer))
 
         def _remember(self):
             for key, value in self.explorer.values.items():
@@ -318,10 +326,16 @@ def _session(spec):
     return Session
 
 
+@pytest.fixture
+def _fresh_drawings_for_one_test():
+    yield
+    _FRESH.clear()  # no other test asks for this explorer's drawings
+
+
 def test_the_registry_is_not_empty():
     assert SPECS, "no explorer found: the sessions below would test nothing"
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_random_sessions_keep_the_explorer_consistent(name):
+def test_random_sessions_keep_the_explorer_consistent(name, _fresh_drawings_for_one_test):
     run_state_machine_as_test(_session(SPECS[name]), settings=SESSION)

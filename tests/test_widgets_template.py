@@ -85,6 +85,23 @@ FRAME_CHANGES = {
 
 SPECS = available_explorers()
 
+#: name -> its explorer as the factory builds it, shared by the tests that only read it
+#: and by the failed changes (each must leave it as it was): one build per test process.
+_AS_BUILT = {}
+
+
+def _as_built(name):
+    if name not in _AS_BUILT:
+        _AS_BUILT[name] = SPECS[name].factory()
+    return _AS_BUILT[name]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_the_shared_explorers():
+    yield
+    while _AS_BUILT:
+        _AS_BUILT.popitem()[1].close()
+
 
 def _module(spec):
     return importlib.import_module(spec.factory.__module__)
@@ -125,31 +142,26 @@ def test_the_spec_is_made_from_the_module_by_name(name):
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_explorer_is_built_through_its_spec_never_a_rebuilt_one(name):
-    spec = SPECS[name]
-    explorer = spec.factory()
-    assert explorer.spec is spec
+    explorer = _as_built(name)
+    assert explorer.spec is SPECS[name]
     assert isinstance(explorer.fig, Figure)
-    explorer.close()
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_explorer_is_the_shells_with_its_buttons_declared(name):
-    explorer = SPECS[name].factory()
+    explorer = _as_built(name)
     assert type(explorer) is Explorer  # no subclass
     shown = [w for w in explorer.controls_row.children if isinstance(w, ipywidgets.Button)]
     assert shown == list(explorer.buttons.values()), "a button is declared in the spec's call"
-    explorer.close()
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_all_is_the_factory_the_spec_update_and_the_state_type(name):
     spec = SPECS[name]
     module = _module(spec)
-    explorer = spec.factory()
-    state_type = type(explorer.state)
+    state_type = type(_as_built(name).state)
     assert getattr(module, state_type.__name__) is state_type
     assert set(module.__all__) == {spec.factory.__name__, "EXPLORER", "update", state_type.__name__}
-    explorer.close()
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -214,13 +226,12 @@ def test_the_source_check_finds_what_it_looks_for():
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_draw_returns_the_scene_and_refresh_moves_it(name):
     spec = SPECS[name]
-    explorer = spec.factory()
+    state = _as_built(name).state
     fig, _ = plots.new_figure(0, figsize=spec.figsize, pyplot=False)
-    scene = spec.draw(fig, explorer.state)
+    scene = spec.draw(fig, state)
     artists = _scene_artists(scene)
     assert artists and not any(isinstance(a, Axes) for a in artists)
-    assert spec.refresh(scene, explorer.state) is None
-    explorer.close()
+    assert spec.refresh(scene, state) is None
 
 
 def _bad_values(control):
@@ -242,18 +253,16 @@ FAILED_CHANGES = [
 
 
 def _failed_changes():
-    for name, spec in SPECS.items():
-        explorer = spec.factory()
-        for key, control in explorer.controls.items():
+    for name in SPECS:
+        for key, control in _as_built(name).controls.items():
             for value in _bad_values(control):
                 yield name, {key: value}
-        explorer.close()
     yield from FAILED_CHANGES
 
 
 @pytest.mark.parametrize(("name", "change"), list(_failed_changes()))
 def test_a_failed_change_leaves_everything_as_it_was_and_says_why(name, change):
-    explorer = SPECS[name].factory()
+    explorer = _as_built(name)
     before = (explorer.values, explorer.png, explorer.readout.value, explorer.table.value)
     state = explorer.state
     with pytest.raises(ValueError) as error:
@@ -265,7 +274,6 @@ def test_a_failed_change_leaves_everything_as_it_was_and_says_why(name, change):
     (key,) = change
     said = str(error.value)  # "<key> must be ..." or a trait's "expected a tuple"
     assert key in said and re.search(r"\bmust\b|\bexpected an? ", said), said
-    explorer.close()
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
