@@ -354,7 +354,7 @@ def draw(fig, state):
         color = _BLOCK_COLORS[name]
         # thin edges: a thick one would hide a 1 x 1 block's only square
         block = Rectangle((0, 0), 1, 1, fc=color, ec=color, alpha=0.35, lw=spec["line"] / 2)
-        blocks.append(strip.add_artist(block))  # not add_patch: refresh sets the limits
+        blocks.append(strip.add_patch(block))
         sizes.append(strip.text(0, 0, "", va="bottom", **_bold(spec["label"])))
     # the lines between the squares of every block, drawn over all blocks (none overlap)
     grid = strip.add_collection(LineCollection([], colors="white", lw=spec["line"] / 2))
