@@ -29,6 +29,7 @@ import numpy as np
 from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import plots
+from .._validation import require_whole_number
 from ..attention import attention_backward, attention_forward
 from ..masks import causal_mask
 from ._shell import ExplorerSpec, html_table
@@ -167,9 +168,7 @@ def update(array="Q", row=3, col=0, h=0.5, *, causal=True, problem=None, backwar
     problem = example_problem(causal=causal) if problem is None else problem
     base = getattr(problem, array)
     for name, value, size in (("row", row, base.shape[0]), ("col", col, base.shape[1])):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise TypeError(f"{name} must be an int; got {value!r}.")
-        if not 0 <= value < size:
+        if require_whole_number(value, name, minimum=0) >= size:
             raise ValueError(f"{name} must be in 0..{size - 1} for {array} of shape {base.shape}")
     if not (np.isfinite(h) and 0 < h <= 1):
         raise ValueError(f"h must be a step in (0, 1]; got {h!r}.")
@@ -271,14 +270,30 @@ def _entry_name(state):
 LOSS_XLIM = (-2.1, 2.1)
 LOSS_YLIM = (-2.5, 4.6)  # room above the curves (they stay within +-2.8) for the legend
 ERROR_YLIM = (ERROR_FLOOR, 1e5)  # errors stay below 1: the decades above hold the legend
+#: Both legends sit on white, without a frame: the dotted lines t = h and h cross their area.
+_LEGEND = dict(loc="upper center", frameon=True, facecolor="white", edgecolor="none", framealpha=1)
 
 
-def _loss_panel_data(state):
-    """The left panel's curves in units of ``h * gradient_scale`` along ``t / h``."""
+def _loss_curves(state):
+    """The left panel's curves, ``(x, y)`` each, in units of ``h * gradient_scale`` along ``t / h``.
+
+    The loss along the line, the gradient's tangent, and the gap between them at t = h.
+    """
     unit = state.h * state.gradient_scale
     x = state.offsets / state.h
     gap = [state.predicted_change / unit, state.actual_change / unit]
-    return x, state.curve / unit, x * state.gradient / state.gradient_scale, gap
+    return (
+        (x, state.curve / unit),
+        (x, x * state.gradient / state.gradient_scale),
+        ([1.0, 1.0], gap),
+    )
+
+
+def _shown_errors(state):
+    """The right panel's curves: the central and one-sided errors, floored for the log axis."""
+    return [
+        np.maximum(errors, ERROR_FLOOR) for errors in (state.central_errors, state.forward_errors)
+    ]
 
 
 def _loss_title(state):
@@ -296,49 +311,20 @@ def _flat_note(state):
     )
 
 
-def _legend(ax, spec):
-    """Legend on white, without a frame: the dotted lines t = h and h cross its area."""
-    ax.legend(
-        loc="upper center",
-        fontsize=spec["annotation"],
-        frameon=True,
-        facecolor="white",
-        edgecolor="none",
-        framealpha=1.0,
-    )
+def _draw_tangent(ax, spec):
+    """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h.
 
-
-def _draw_tangent(ax, state, spec):
-    """Left panel: L(x + t) - L(x) along the line, the gradient's tangent, the gap at t = h."""
+    Its curves, note and title are drawn empty: :func:`refresh` gives them the state.
+    """
     line = spec["line"]
-    x, actual, predicted, gap = _loss_panel_data(state)
-    moving = [
-        *ax.plot(
-            x,
-            actual,
-            "o-",
-            color=_ACTUAL_COLOR,
-            markersize=spec["marker"] / 2,
-            linewidth=line,
-            label="actual  L(x + t) − L(x)",
-        ),
-        *ax.plot(
-            x,
-            predicted,
-            "--",
-            color=_PREDICTED_COLOR,
-            linewidth=line,
-            label="gradient's prediction  t · dL/dx",
-        ),
-        *ax.plot(
-            [1.0, 1.0],
-            gap,
-            "-",
-            color=_MARK_COLOR,
-            linewidth=line * 2.5,
-            solid_capstyle="butt",
-            label="gap at t = h",
-        ),
+    curves = (  # in the order of _loss_curves: format, colour, width, label, the rest
+        ("o-", _ACTUAL_COLOR, line, "actual  L(x + t) − L(x)", {"markersize": spec["marker"] / 2}),
+        ("--", _PREDICTED_COLOR, line, "gradient's prediction  t · dL/dx", {}),
+        ("-", _MARK_COLOR, line * 2.5, "gap at t = h", {"solid_capstyle": "butt"}),
+    )
+    lines = [
+        ax.plot([], [], fmt, color=color, linewidth=width, label=label, **rest)[0]
+        for fmt, color, width, label, rest in curves
     ]
     ax.axvline(1.0, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
     ax.axhline(0.0, color=plots.COLORS["zero"], linewidth=0.8, zorder=0)
@@ -346,7 +332,7 @@ def _draw_tangent(ax, state, spec):
     note = ax.text(
         0.0,
         -0.45,
-        _flat_note(state),
+        "",
         ha="center",
         va="top",
         fontsize=spec["annotation"],
@@ -360,30 +346,20 @@ def _draw_tangent(ax, state, spec):
     ax.set(xticks=range(-2, 3), yticks=range(-2, 5))
     ax.set_xlabel("nudge t, in units of h")
     ax.set_ylabel("loss change ÷ (h · gradient size)")
-    ax.set_title(_loss_title(state))
-    _legend(ax, spec)
-    return (*moving, note, ax.title)
+    ax.legend(fontsize=spec["annotation"], **_LEGEND)
+    return lines, note, ax.title
 
 
 def _draw_errors(ax, state, spec):
     """Right panel: error of the finite-difference estimates against the step."""
-    line = spec["line"]
-    (central,) = ax.loglog(
-        state.steps,
-        np.maximum(state.central_errors, ERROR_FLOOR),
-        "-",
-        color=_ACTUAL_COLOR,
-        linewidth=line,
-        label="central  [L(x+h) − L(x−h)] / 2h",
+    curves = (  # in the order of _shown_errors: format, colour, label
+        ("-", _ACTUAL_COLOR, "central  [L(x+h) − L(x−h)] / 2h"),
+        (":", _ONE_SIDED_COLOR, "one-sided  [L(x+h) − L(x)] / h"),
     )
-    (one_sided,) = ax.loglog(
-        state.steps,
-        np.maximum(state.forward_errors, ERROR_FLOOR),
-        ":",
-        color=_ONE_SIDED_COLOR,
-        linewidth=line,
-        label="one-sided  [L(x+h) − L(x)] / h",
-    )
+    lines = [  # drawn with their data: it sets the step axis' range
+        ax.loglog(state.steps, errors, fmt, color=color, linewidth=spec["line"], label=label)[0]
+        for errors, (fmt, color, label) in zip(_shown_errors(state), curves, strict=True)
+    ]
     step = ax.axvline(state.h, color=_MARK_COLOR, linewidth=0.8, linestyle=":")
     ax.set_ylim(*ERROR_YLIM)
     # Few ticks, room for large type; none above 1, where only the legend is.
@@ -410,28 +386,26 @@ def _draw_errors(ax, state, spec):
         )
     ax.set_ylabel("error ÷ gradient size")
     ax.set_title("finite-difference error")
-    _legend(ax, spec)
-    return central, one_sided, step
+    ax.legend(fontsize=spec["annotation"], **_LEGEND)
+    return lines, step
 
 
 def draw(fig, state):
     """The loss along x + t and its tangent (left) beside the finite-difference errors (right)."""
     spec = plots.STYLES[plots.figure_style(fig)]
     tangent, errors = fig.subplots(1, 2)
-    return (*_draw_tangent(tangent, state, spec), *_draw_errors(errors, state, spec))
+    return (*_draw_tangent(tangent, spec), *_draw_errors(errors, state, spec))
 
 
 def refresh(scene, state):
     """Move both panels' curves, the step line, the flat note and the title to ``state``."""
-    actual, predicted, gap, note, title, central, one_sided, step = scene
-    x, actual_y, predicted_y, gap_y = _loss_panel_data(state)
-    actual.set_data(x, actual_y)
-    predicted.set_data(x, predicted_y)
-    gap.set_data([1.0, 1.0], gap_y)
+    loss_lines, note, title, error_lines, step = scene
+    for line, xy in zip(loss_lines, _loss_curves(state), strict=True):
+        line.set_data(*xy)
+    for line, errors in zip(error_lines, _shown_errors(state), strict=True):
+        line.set_ydata(errors)
     note.set_text(_flat_note(state))
     title.set_text(_loss_title(state))
-    central.set_ydata(np.maximum(state.central_errors, ERROR_FLOOR))
-    one_sided.set_ydata(np.maximum(state.forward_errors, ERROR_FLOOR))
     step.set_xdata([state.h, state.h])
 
 

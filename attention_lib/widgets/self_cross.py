@@ -27,9 +27,11 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
+from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 
 from .. import plots
+from .._validation import require_whole_number
 from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask
 from ._shell import ExplorerSpec, html_table
@@ -48,18 +50,11 @@ MAX_WIDTH = D_MODEL
 MODES = ("self", "cross")
 
 
-#: The meaning each toy token stands for: a French token and its English translation
+#: The decoder's tokens word for word in English: a French token and its translation
 #: share one meaning vector, so cross-attention has something to find.
-MEANINGS = {
-    "<s>": "<start>",
-    "le": "the",
-    "chat": "cat",
-    "noir": "black",
-    "dort": "sleeps",
-    "sur": "on",
-    "tapis": "mat",
-    "chaud": "warm",
-}
+_WORD_FOR_WORD = ("<start>", "the", "cat", "black", "sleeps", "on", "the", "mat", "warm", ".")
+#: The meaning each toy token stands for (a token missing here means itself).
+MEANINGS = dict(zip(DECODER_TOKENS, _WORD_FOR_WORD, strict=True))
 #: Size of each token's own part, next to its meaning vector.
 TOKEN_NOISE = 0.3
 
@@ -119,7 +114,7 @@ def projections(d_k, d_v, *, seed=26):
     >>> bool(np.all(projections(2, 5).W_q == W.W_q[:, :2]))
     True
     """
-    d_k, d_v = _width(d_k, "d_k"), _width(d_v, "d_v")
+    d_k, d_v = _whole(d_k, "d_k", MAX_WIDTH), _whole(d_v, "d_v", MAX_WIDTH)
     rng = np.random.default_rng(seed)
     W_q, noise, W_v = rng.standard_normal((3, D_MODEL, MAX_WIDTH)) / np.sqrt(D_MODEL)
     # W_k is W_q plus a little of its own: a query then scores highest the keys
@@ -129,15 +124,9 @@ def projections(d_k, d_v, *, seed=26):
 
 
 def _whole(value, name, largest):
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int; got {value!r}.")
-    if not 1 <= value <= largest:
+    if require_whole_number(value, name) > largest:
         raise ValueError(f"{name} must be in 1..{largest}; got {value}.")
     return int(value)
-
-
-def _width(value, name):
-    return _whole(value, name, MAX_WIDTH)
 
 
 class SelfCrossState(NamedTuple):
@@ -277,20 +266,17 @@ _KEY_LABEL_ANGLE = 40.0  # degrees: the longest tokens do not fit a column
 _STRIP_TITLE = "shapes: one square per number"
 
 
-def _heat_title(T_q, T_k):
-    kind = "square" if T_q == T_k else "rectangular"
-    return f"weights A: {T_q}×{T_k} ({kind})"
-
-
-def _heat_caption(mode):
-    keys = "encoder tokens" if mode == "cross" else "the same tokens"
-    return f"rows: decoder queries; columns: {keys}"
-
-
-@functools.lru_cache(maxsize=1024)  # an outline costs 3 ms; refresh sizes six labels
+@functools.lru_cache(maxsize=1024)  # refresh sizes six labels
 def _ink_width(text, size, weight="normal"):
-    """Points from the first to the last ink of ``text`` set at ``size`` points (its outline)."""
-    return TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight)).get_extents().width
+    """Points from the first to the last ink of ``text`` set at ``size`` points (its outline).
+
+    The outline's points, not ``get_extents()``: the font has a point at each extreme
+    of its curves, so they span the same width (equal on every text drawn here), and
+    ``get_extents()`` solving every curve cost 3 ms a text, a tenth of a new shape's draw.
+    """
+    outline = TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight))
+    x = outline.vertices[outline.codes != Path.CLOSEPOLY, 0]
+    return x.max() - x.min()
 
 
 def _square(fig):
@@ -340,8 +326,12 @@ def draw(fig, state):
         annotate=True,
         colorbar=False,
     )
-    title = heat.set_title(_heat_title(T_q, T_k), loc="left", **_bold(spec["title"]))
-    caption = heat.set_xlabel(_heat_caption(state.mode), loc="left")
+    for number in heatmap.texts:  # inside their cells: the layout need not measure them
+        number.set_in_layout(False)
+    kind = "square" if T_q == T_k else "rectangular"
+    keys = "encoder tokens" if state.mode == "cross" else "the same tokens"
+    title = heat.set_title(f"weights A: {T_q}×{T_k} ({kind})", loc="left", **_bold(spec["title"]))
+    caption = heat.set_xlabel(f"rows: decoder queries; columns: {keys}", loc="left")
     heat.set_ylabel("")
     heat.tick_params(pad=0.4 * spec["tick"])
     for token in heat.get_xticklabels():
@@ -357,29 +347,22 @@ def draw(fig, state):
     heat.get_gridspec().set_width_ratios([panel, rest])
 
     strip.axis("off")
+    strip.set(xticks=[], yticks=[])  # none drawn: the layout need not make and measure them
     strip.set_title(_STRIP_TITLE, loc="left", **_bold(spec["title"]))
-    blocks, grids, sizes = [], [], []
+    blocks, sizes = [], []
     for name in (name for names in _LINES for name in names):
         color = _BLOCK_COLORS[name]
         # thin edges: a thick one would hide a 1 x 1 block's only square
         block = Rectangle((0, 0), 1, 1, fc=color, ec=color, alpha=0.35, lw=spec["line"] / 2)
         blocks.append(strip.add_patch(block))
-        grids.append(strip.add_collection(LineCollection([], colors="white", lw=spec["line"] / 2)))
         sizes.append(strip.text(0, 0, "", va="bottom", **_bold(spec["label"])))
-    operators = [
-        strip.text(
-            0,
-            0,
-            symbol,
-            ha="center",
-            va="center",
-            color=OPERATOR_COLOR,
-            **_bold(OPERATOR_SCALE * spec["title"]),
-        )
-        for symbol in _OPERATORS
-    ]
+    # the lines between the squares of every block, drawn over all blocks (none overlap)
+    grid = strip.add_collection(LineCollection([], colors="white", lw=spec["line"] / 2))
+    operator = {"ha": "center", "va": "center", "color": OPERATOR_COLOR}
+    operator.update(_bold(OPERATOR_SCALE * spec["title"]))
+    operators = [strip.text(0, 0, symbol, **operator) for symbol in _OPERATORS]
     plots.raise_small_text(fig, 10)  # the cell numbers: 12.4 CSS px at 1366x768
-    return heatmap, blocks, grids, sizes, operators
+    return heatmap, blocks, grid, sizes, operators
 
 
 def _bold(size):
@@ -388,7 +371,7 @@ def _bold(size):
 
 def refresh(scene, state):
     """Move the heatmap to ``state``, and the strip's blocks, labels and operators to its widths."""
-    heatmap, blocks, grids, sizes, operators = scene
+    heatmap, blocks, grid, sizes, operators = scene
     plots.update_attention_heatmap(heatmap, state.weights, state.mask)
     strip = blocks[0].axes
     # Units of one square, from the strip's top left corner (its size is the layout's).
@@ -403,24 +386,24 @@ def refresh(scene, state):
     shapes["O"] = shown["output"]
     # The second line starts below the tallest first line (d_k = MAX_WIDTH): it never moves.
     tops = (1.7 * label, max(len(state.Q), MAX_WIDTH) + 4.4 * label)
-    parts = iter(zip(blocks, grids, sizes, strict=True))
+    parts = iter(zip(blocks, sizes, strict=True))
     symbols = iter(operators)
+    segments = []
     for names, top in zip(_LINES, tops, strict=True):
         x = 0.0
         for name in names:
             rows, cols = shapes[name]
-            block, grid, size = next(parts)
+            block, size = next(parts)
             block.set_bounds(x, top, cols, rows)
-            grid.set_segments(
-                [[(x + k, top), (x + k, top + rows)] for k in range(1, cols)]
-                + [[(x, top + k), (x + cols, top + k)] for k in range(1, rows)]
-            )
+            segments += [[(x + k, top), (x + k, top + rows)] for k in range(1, cols)]
+            segments += [[(x, top + k), (x + cols, top + k)] for k in range(1, rows)]
             size.set_text(f"{name} {rows}×{cols}")
             size.set_position((x, top - 0.3 * label))
             x += max(cols, _ink_width(size.get_text(), size.get_fontsize(), "bold") / square)
             if name != names[-1]:  # the operator, level with the first rows of the line
                 next(symbols).set_position((x + gap / 2, top + min(shapes[names[0]][0], 2) / 2))
                 x += gap
+    grid.set_segments(segments)
 
 
 _SOURCES = {
@@ -464,52 +447,36 @@ def _other_length(T_q):
     return T_q + 2 if T_q + 2 <= MAX_LENGTH else T_q - 2
 
 
-class _ModeFollower:
-    """Keeps the controls a valid :func:`update` call, and T_k per mode.
+def _mode_follower(controls):
+    """The shell's ``follow`` callbacks that keep the controls a valid :func:`update` call.
 
     In self mode the keys are the query tokens: the T_k slider shows T_q and is
     disabled, and the causal box is available. In cross mode every decoder
     position may read the whole encoder sentence: the causal box is off and
     disabled, and T_k returns to the encoder length last used in cross mode, so
     a switch from self to cross shows a rectangle again, never a leftover square.
+    The starting values agree before the first update.
     """
+    names = ("T_q", "T_k", "mode", "causal")
+    T_q, T_k, mode, causal = (controls[name] for name in names)
+    starts_square = mode.value == "self" and T_k.value == T_q.value
+    cross_T_k = _other_length(T_q.value) if starts_square else T_k.value
 
-    def __init__(self, controls):
-        self.controls = controls
-        T_q, T_k = controls["T_q"].value, controls["T_k"].value
-        starts_in_self = controls["mode"].value == "self"
-        self.cross_T_k = _other_length(T_q) if starts_in_self and T_k == T_q else T_k
-        self.agree()
+    def agree(change=None):
+        nonlocal cross_T_k
+        self_mode = mode.value == "self"
+        if change is not None and change["owner"] is mode and not self_mode:
+            T_k.value = cross_T_k
+        elif change is not None and change["owner"] is T_k and not self_mode:
+            cross_T_k = T_k.value
+        T_k.disabled, causal.disabled = self_mode, not self_mode
+        if self_mode:  # T_k set from outside while it shows T_q goes back to T_q
+            T_k.value = T_q.value
+        elif causal.value:
+            causal.value = False
 
-    @property
-    def follow(self):
-        """The shell's ``follow`` callbacks (one batch per user change)."""
-        return {
-            "T_q": self.agree,
-            "T_k": self._on_T_k,
-            "mode": self._on_mode,
-            "causal": self.agree,
-        }
-
-    def agree(self, _change=None):
-        self_mode = self.controls["mode"].value == "self"
-        self.controls["T_k"].disabled = self_mode
-        self.controls["causal"].disabled = not self_mode
-        if self_mode:
-            self.controls["T_k"].value = self.controls["T_q"].value
-        elif self.controls["causal"].value:
-            self.controls["causal"].value = False
-
-    def _on_T_k(self, change):
-        if self.controls["mode"].value == "cross":
-            self.cross_T_k = change["new"]
-        else:  # set from outside while it shows T_q: back to T_q
-            self.agree()
-
-    def _on_mode(self, change):
-        if change["new"] == "cross":
-            self.controls["T_k"].value = self.cross_T_k
-        self.agree()
+    agree()
+    return dict.fromkeys(names, agree)
 
 
 def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, *, style=None):
@@ -565,8 +532,7 @@ def self_cross_explorer(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False, 
             value=causal, description="causal mask", indent=False, layout={"width": "auto"}
         ),
     }
-    follower = _ModeFollower(controls)  # the starting values agree before the first update
-    return EXPLORER.explorer(controls, follow=follower.follow, style=style)
+    return EXPLORER.explorer(controls, follow=_mode_follower(controls), style=style)
 
 
 EXPLORER = ExplorerSpec.from_module(
