@@ -121,6 +121,23 @@ def test_claim3_masking_before_softmax_ignores_a_blocked_score_far_above(blocked
     np.testing.assert_array_equal(right, masked_softmax(np.array([0.0, 1.0, 0.0]), ALLOWED_AT_2))
 
 
+def test_claim3_in_float32_renormalising_fails_near_a_difference_of_90():
+    # notebook 06 measures where; here: the pitfall keeps float32, so its exps underflow
+    # at float32's range, while masking first stays right in float32 at any difference
+    def row(difference):
+        return np.array([0.0, 1.0, difference], dtype=np.float32)
+
+    right = masked_softmax(row(1e30), ALLOWED_AT_2)
+    assert (
+        right.dtype == np.float32
+        and pitfalls.mask_after_softmax(row(0), ALLOWED_AT_2).dtype == np.float32
+    )
+    np.testing.assert_allclose(right, masked_softmax(row(0.0), ALLOWED_AT_2), rtol=1e-6)
+    np.testing.assert_allclose(renormalised(row(80.0), ALLOWED_AT_2), right, rtol=1e-6)
+    assert np.abs(renormalised(row(100.0), ALLOWED_AT_2) - right).max() > 1e-3
+    assert np.isnan(renormalised(row(110.0), ALLOWED_AT_2)).all()
+
+
 # --- check for understanding: a padding-masked key --------------------------------------
 
 
