@@ -298,7 +298,10 @@ class StudentAttention:
 
 
 class Float32Attention(StudentAttention):
-    """Right, computed in float32."""
+    """Right, computed in float32 (the scale too: NumPy's float64 scalar would promote)."""
+
+    def scale(self, d_k):
+        return np.float32(super().scale(d_k))
 
     def forward(self, Q, K, V, mask=None):
         return super().forward(*(np.asarray(a, dtype=np.float32) for a in (Q, K, V)), mask)
