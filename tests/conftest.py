@@ -1,5 +1,6 @@
 """Shared pytest setup: a Hypothesis profile that does not flake on busy CI machines,
-and the ``bench`` fixture that loads a benchmark script for its tests.
+the ``bench`` fixture that loads a benchmark script for its tests, and the browser
+tests' explorer summary as their pytest-xdist workers send it back.
 
 Profile "ci" (loaded by default; choose another with HYPOTHESIS_PROFILE=default):
 Hypothesis' own CI settings (derandomized, so every run tries the same examples, no
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import settings
 
 BENCHMARKS = pathlib.Path(__file__).parents[1] / "benchmarks"
+ARTIFACTS = pathlib.Path(__file__).parents[1] / "artifacts" / "browser"
 
 settings.register_profile("ci", settings.get_profile("ci"), deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -35,3 +37,21 @@ def bench(request):
     spec.loader.exec_module(module)
     yield module
     sys.path[:] = path
+
+
+#: The explorers' summary lines the browser tests' pytest-xdist workers sent back
+#: (tests/browser/conftest.py; make test-browser runs them on two workers).
+_EXPLORER_SUMMARY: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _EXPLORER_SUMMARY.extend(getattr(node, "workeroutput", {}).get("explorer_summary", []))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _EXPLORER_SUMMARY:
+        terminalreporter.section("explorers: height / panel, image scale, fill, latency")
+        for line in sorted(_EXPLORER_SUMMARY):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"all numbers: {ARTIFACTS}/latency.json and fit.json")

@@ -141,6 +141,15 @@ def screenshot_path(request: pytest.FixtureRequest) -> Path:
     return ARTIFACTS / f"{name}.png"
 
 
+def pytest_sessionfinish(session):
+    """On a pytest-xdist worker: hand the explorers' summary to the controller, which
+    prints it (tests/conftest.py: the controller collects nothing, so never loads this)."""
+    if hasattr(session.config, "workeroutput"):
+        from .explorer_measures import RESULTS, summary_lines
+
+        session.config.workeroutput["explorer_summary"] = summary_lines(RESULTS)
+
+
 def pytest_terminal_summary(terminalreporter):
     """The explorers' numbers (test_browser_every_explorer.py), when it ran."""
     from .explorer_measures import RESULTS, summary_lines

@@ -1,11 +1,12 @@
 """The explorers' front end (attention_lib/widgets/_frontend.js) in real JupyterLab.
 
-* Every registered notebook's explorers: sliders announce the value their
-  readout shows (aria-valuetext), toggle buttons say which one is pressed,
-  symbol-only grid buttons have a name; the main explorer is used as a student
-  does (``check_explorer``: reached with Tab, keyboard and mouse, a new figure
-  and readout each time; one Run All serves both); after a kernel restart every
-  explorer says so in words and its controls are switched off (screenshot at 1920x1080).
+* Every registered notebook's explorers (``check_accessible_and_honest_after_a_restart``,
+  run by test_browser_every_explorer.py on the Run All it measures against the bar):
+  sliders announce the value their readout shows (aria-valuetext), toggle buttons say
+  which one is pressed, symbol-only grid buttons have a name; the main explorer is used
+  as a student does (``check_explorer``: reached with Tab, keyboard and mouse, a new
+  figure and readout each time); after a kernel restart every explorer says so in words
+  and its controls are switched off (screenshot at 1920x1080).
 * On the fixture ``fixtures/frontend.ipynb``: presenter keys press Next / Back;
   a kernel that stops answering without any status change (paused with
   SIGSTOP: only the heartbeat can tell) switches the explorer off, and on
@@ -29,6 +30,7 @@ import time
 import pytest
 
 from .browser_harness import STATUS_JS, BrowserCheckError, check_explorer
+from .explorer_measures import set_viewport
 from .notebook_registry import notebooks_to_drive
 
 pytestmark = [pytest.mark.browser]
@@ -125,20 +127,30 @@ def assert_switched_off(found: list[dict]) -> None:
 PLAN = {p: expect for p, expect in notebooks_to_drive().items() if expect.has_explorer}
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("path", PLAN, ids=lambda p: p.removeprefix("notebooks/"))
-def test_explorers_are_accessible_and_honest_after_a_restart(path, lab, screenshot_path):
+def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
+    """Every explorer of ``path``, which ``lab`` has open and has run (Run All, no error
+    output), back at 1920x1080: accessible, used as a student does, and honest after a
+    kernel restart. test_browser_every_explorer.py calls this after measuring the same
+    Run All against the bar (which leaves every control as it found it): one Run All of
+    each notebook serves both."""
     page = lab.page
-    page.set_viewport_size(FULL_HD)
-    lab.open(path)
-    lab.run_all()
-    assert not lab.error_outputs(), lab.error_outputs()
+    set_viewport(page, FULL_HD)
+    # Where Run All leaves a student: the last cell selected, in command mode (the bar's
+    # presses left a control of the explorer's cell focused, a few Tabs from anywhere).
+    page.keyboard.press("Escape")
+    page.locator(".jp-NotebookPanel .jp-Cell").last.locator(".jp-InputPrompt").click()
+    page.wait_for_function(
+        """() => { const cells = document.querySelectorAll('.jp-NotebookPanel .jp-Cell');
+                   const last = cells[cells.length - 1];
+                   return last.classList.contains('jp-mod-active')
+                          && last.contains(document.activeElement); }"""
+    )
     main = lab.explorer()
     page.wait_for_function(
         """() => [...document.querySelectorAll('.jp-NotebookPanel .attn-explorer')]
                  .every(r => r.dataset.attnKernel === 'live')"""
     )
-    assert_accessible(explorers(page), "after Run All")
+    assert_accessible(explorers(page), "after Run All and the bar's presses")
     main.root.scroll_into_view_if_needed()
     screenshot_path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot_path.with_name(f"{screenshot_path.stem}_live.png")))
