@@ -40,12 +40,6 @@ def _vector_text(vector, decimals):
     return "[" + ", ".join(f"{x:.{decimals}f}" for x in np.ravel(vector)) + "]"
 
 
-def _vectors(keys, values, query, output):
-    """The vectors the cards print, in the order of :attr:`KVCards.vectors`."""
-    pairs = [vector for pair in zip(keys, values, strict=True) for vector in pair]
-    return [v for v in (query, *pairs, output) if v is not None]
-
-
 def kv_cards(
     keys,
     values,
@@ -163,17 +157,28 @@ def kv_cards(
     return KVCards(cards, vectors)
 
 
-def update_kv_cards(drawn, keys, values, *, query=None, output=None, decimals=1):
+def update_kv_cards(vectors, keys, values, *, query=None, output=None, decimals=1):
     """Print new vectors on the cards :func:`kv_cards` drew (same cards, same shapes).
+
+    Only the printed vectors change, so a live figure can blit just them over
+    the still cards: they are all an explorer's scene needs of the drawing.
+
+    Parameters
+    ----------
+    vectors : list of matplotlib.text.Text
+        :attr:`KVCards.vectors` of the drawing.
+    keys, values, query, output, decimals
+        As for :func:`kv_cards`, with the shapes drawn.
 
     Examples
     --------
     >>> fig, ax = new_figure(pyplot=False)
     >>> drawn = kv_cards([[1.0, 0.0]], [[1.0]], ax=ax, query=[1.0, 0.0])
-    >>> update_kv_cards(drawn, [[0.0, 2.0]], [[3.0]], query=[1.0, 1.0], decimals=0)
+    >>> update_kv_cards(drawn.vectors, [[0.0, 2.0]], [[3.0]], query=[1.0, 1.0], decimals=0)
     >>> [text.get_text() for text in drawn.vectors]
     ['[1, 1]', '[0, 2]', '[3]']
     """
-    vectors = _vectors(keys, values, query, output)
-    for text, vector in zip(drawn.vectors, vectors, strict=True):
+    pairs = [vector for pair in zip(keys, values, strict=True) for vector in pair]
+    shown = [vector for vector in (query, *pairs, output) if vector is not None]
+    for text, vector in zip(vectors, shown, strict=True):
         text.set_text(_vector_text(vector, decimals))

@@ -89,7 +89,7 @@ _OUTPUT_FACE = "#f7eaf2"
 class _Board(NamedTuple):
     """The artists a step changes (the scene)."""
 
-    cards: object  # what kv_cards drew: the vectors an edit changes
+    vectors: list  # the vectors kv_cards printed, all an edit changes (not its cards)
     caption: object  # the axes' left title: step, name, what just happened
     query_position: object
     rows: list  # (label, [cell per card]) per BOARD_ROWS
@@ -173,7 +173,7 @@ def draw(fig, state):
     text(x + 0.5, 0.9, "output", fontsize=small, weight="bold")
     output_text = text(x + 0.5, 0.55, **bold, color="#7d3160")
     caption = ax.set_title("", loc="left", fontsize=spec["label"], fontweight="normal")
-    scene = _Board(drawn, caption, where, rows, bars, covers, output_card, output_text)
+    scene = _Board(drawn.vectors, caption, where, rows, bars, covers, output_card, output_text)
     refresh(scene, state)  # the caption's two lines take their room in the layout
     return scene
 
@@ -182,7 +182,7 @@ def refresh(scene, state):
     """Show ``state``: cards, caption, the rows computed so far, weight bars, covers, output."""
     cards = state.cards
     update_kv_cards(
-        scene.cards, cards.keys, cards.values, query=cards.query, decimals=_decimals(cards)
+        scene.vectors, cards.keys, cards.values, query=cards.query, decimals=_decimals(cards)
     )
     scene.caption.set_text(f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}")
     scene.query_position.set_text(f"at position {state.query_position}")
