@@ -24,7 +24,6 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import numpy as np
 import traitlets
-from matplotlib.artist import setp
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .. import plots
@@ -182,10 +181,12 @@ def refresh(scene, state):
             cell.set_color("#bdbdbd" if r == 0 and state.erased[i] else "black")
     weighted = state.weights is not None
     for i, (background, bar) in enumerate(scene.bars):
-        setp((background, bar), visible=weighted)
+        background.set_visible(weighted)  # not setp: its alias lookups cost more
+        bar.set_visible(weighted)
         bar.set_width(float(state.weights[i]) if weighted else 0.0)
-    for erased, cover_and_label in zip(state.erased, scene.covers, strict=True):
-        setp(cover_and_label, visible=bool(erased))
+    for erased, (cover, label) in zip(state.erased, scene.covers, strict=True):
+        cover.set_visible(bool(erased))
+        label.set_visible(bool(erased))
     computed = state.output_text is not None
     scene.output_card.set_facecolor(_OUTPUT_FACE if computed else "none")
     scene.output_card.set_linestyle("-" if computed else "--")
