@@ -17,7 +17,9 @@ from .style import (
     new_figure,  # noqa: F401 (the examples draw into it)
 )
 
-__all__ = ["KVCards", "kv_cards", "update_kv_cards"]
+__all__ = ["KVCards", "kv_cards"]
+
+_ROUNDED = "round,pad=0.02,rounding_size=0.06"  # a card's corners
 
 
 class KVCards(NamedTuple):
@@ -28,22 +30,12 @@ class KVCards(NamedTuple):
     cards : list of matplotlib.patches.FancyBboxPatch
         The key/value cards, left to right.
     vectors : list of matplotlib.text.Text
-        The printed vectors, as :func:`update_kv_cards` takes them: the query,
-        each card's key then value, the output (those drawn).
+        The printed vectors: the query, each card's key then value, the output
+        (those drawn).
     """
 
     cards: list
     vectors: list
-
-
-def _vector_text(vector, decimals):
-    return "[" + ", ".join(f"{x:.{decimals}f}" for x in np.ravel(vector)) + "]"
-
-
-def _vectors(keys, values, query, output):
-    """The vectors the cards print, in the order of :attr:`KVCards.vectors`."""
-    pairs = [vector for pair in zip(keys, values, strict=True) for vector in pair]
-    return [v for v in (query, *pairs, output) if v is not None]
 
 
 def kv_cards(
@@ -86,7 +78,7 @@ def kv_cards(
     Returns
     -------
     KVCards
-        The cards and their printed vectors (what :func:`update_kv_cards` sets).
+        The cards and their printed vectors.
 
     Examples
     --------
@@ -126,21 +118,15 @@ def kv_cards(
 
     def card(x, face, edge, head, body):
         patch = FancyBboxPatch(
-            (x, 0.05),
-            1.0,
-            1.0,
-            boxstyle="round,pad=0.02,rounding_size=0.06",
-            facecolor=face,
-            edgecolor=edge,
-            linewidth=line,
+            (x, 0.05), 1.0, 1.0, _ROUNDED, facecolor=face, edgecolor=edge, linewidth=line
         )
         ax.add_patch(patch)
         ax.text(x + 0.5, 0.9, head, **centred, weight="bold")
         for k, (caption, vector, color) in enumerate(body):
             top = 0.7 - 0.34 * k
             ax.text(x + 0.5, top, caption, **centred, color=color)
-            text = _vector_text(vector, decimals)
-            vectors.append(ax.text(x + 0.5, top - 0.13, text, **centred, color=color))
+            text = ", ".join(f"{x:.{decimals}f}" for x in np.ravel(vector))
+            vectors.append(ax.text(x + 0.5, top - 0.13, f"[{text}]", **centred, color=color))
         return patch
 
     if query is not None:
@@ -161,19 +147,3 @@ def kv_cards(
     if title is not None:
         ax.set_title(title, fontsize=spec["title"], fontweight="bold")
     return KVCards(cards, vectors)
-
-
-def update_kv_cards(drawn, keys, values, *, query=None, output=None, decimals=1):
-    """Print new vectors on the cards :func:`kv_cards` drew (same cards, same shapes).
-
-    Examples
-    --------
-    >>> fig, ax = new_figure(pyplot=False)
-    >>> drawn = kv_cards([[1.0, 0.0]], [[1.0]], ax=ax, query=[1.0, 0.0])
-    >>> update_kv_cards(drawn, [[0.0, 2.0]], [[3.0]], query=[1.0, 1.0], decimals=0)
-    >>> [text.get_text() for text in drawn.vectors]
-    ['[1, 1]', '[0, 2]', '[3]']
-    """
-    vectors = _vectors(keys, values, query, output)
-    for text, vector in zip(drawn.vectors, vectors, strict=True):
-        text.set_text(_vector_text(vector, decimals))

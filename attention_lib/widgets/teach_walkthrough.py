@@ -12,8 +12,9 @@ editable field, and an edit recomputes the step on screen.
 needs beyond them (the rows of numbers under the cards, the covers of erased
 cards, the output card). Every artist a step can change exists from the
 first drawing, empty or hidden, and :func:`refresh` only sets texts, widths
-and visibility, so a step, and an edited number on a card, is blitted over
-the still cards; only other card shapes (:func:`static_key`) are a new drawing.
+and visibility, so a step or a new query position is blitted over the still
+cards. An edited number is a new :func:`static_key`: the cards are drawn
+again, with their numbers, and kept (going back to earlier cards is a blit).
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import numpy as np
 import traitlets
-from matplotlib.artist import setp
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .. import plots
-from ..plots.cards import update_kv_cards
 from ..walkthrough import (
     BOARD_ROWS,
     DEFAULT_CARDS,
@@ -84,12 +83,12 @@ _SLOT = 1.2  # kv_cards puts card i's left edge at 1.2 * slot
 _ROW_Y = (-0.2, -0.47, -0.74)  # heights of the BOARD_ROWS under the cards
 _BAR_Y, _BAR_HEIGHT = -0.95, 0.09
 _OUTPUT_FACE = "#f7eaf2"
+_ROUNDED = "round,pad=0.02,rounding_size=0.06"  # the corners of kv_cards' cards
 
 
 class _Board(NamedTuple):
     """The artists a step changes (the scene)."""
 
-    cards: object  # what kv_cards drew: the vectors an edit changes
     caption: object  # the axes' left title: step, name, what just happened
     query_position: object
     rows: list  # (label, [cell per card]) per BOARD_ROWS
@@ -106,8 +105,8 @@ def _decimals(cards):
 
 
 def static_key(state):
-    """The cards' shapes: refresh prints new numbers on the cards, not other cards."""
-    return tuple(array.shape for array in state.cards)
+    """The cards' numbers: the cards are still, a step only blits the board under them."""
+    return tuple((array.shape, array.tobytes()) for array in state.cards)
 
 
 def draw(fig, state):
@@ -118,7 +117,7 @@ def draw(fig, state):
     ax = fig.subplots()
     cards = state.cards
     n = len(cards.keys)
-    drawn = plots.kv_cards(cards.keys, cards.values, ax=ax, query=cards.query)
+    plots.kv_cards(cards.keys, cards.values, ax=ax, query=cards.query, decimals=_decimals(cards))
     # kv_cards sizes the axes to the cards it drew; keep every step on the same grid.
     ax.set_xlim(-0.1, _SLOT * (n + 2) - 0.1)
     ax.set_ylim(-1.02, 1.3)
@@ -159,31 +158,18 @@ def draw(fig, state):
     # The output card, drawn here rather than by kv_cards, which rounds every vector alike:
     # whole-number cards print without decimals, but the output is a blend and needs two.
     x = _SLOT * (1 + n)
-    output_card = ax.add_patch(
-        FancyBboxPatch(
-            (x, 0.05),
-            1.0,
-            1.0,
-            boxstyle="round,pad=0.02,rounding_size=0.06",
-            edgecolor=plots.COLORS["output"],
-            linewidth=spec["line"] / 2,
-            clip_on=False,
-        )
-    )
+    edge = {"edgecolor": plots.COLORS["output"], "linewidth": spec["line"] / 2, "clip_on": False}
+    output_card = ax.add_patch(FancyBboxPatch((x, 0.05), 1.0, 1.0, _ROUNDED, **edge))
     text(x + 0.5, 0.9, "output", fontsize=small, weight="bold")
     output_text = text(x + 0.5, 0.55, **bold, color="#7d3160")
     caption = ax.set_title("", loc="left", fontsize=spec["label"], fontweight="normal")
-    scene = _Board(drawn, caption, where, rows, bars, covers, output_card, output_text)
+    scene = _Board(caption, where, rows, bars, covers, output_card, output_text)
     refresh(scene, state)  # the caption's two lines take their room in the layout
     return scene
 
 
 def refresh(scene, state):
-    """Show ``state``: cards, caption, the rows computed so far, weight bars, covers, output."""
-    cards = state.cards
-    update_kv_cards(
-        scene.cards, cards.keys, cards.values, query=cards.query, decimals=_decimals(cards)
-    )
+    """Show ``state``: caption, the rows computed so far, weight bars, covers, output."""
     scene.caption.set_text(f"Step {state.step} / {state.n_steps}: {state.title}\n{state.caption}")
     scene.query_position.set_text(f"at position {state.query_position}")
     for r, (label, cells) in enumerate(scene.rows):
@@ -195,10 +181,12 @@ def refresh(scene, state):
             cell.set_color("#bdbdbd" if r == 0 and state.erased[i] else "black")
     weighted = state.weights is not None
     for i, (background, bar) in enumerate(scene.bars):
-        setp((background, bar), visible=weighted)
+        background.set_visible(weighted)  # not setp: its alias lookups cost more
+        bar.set_visible(weighted)
         bar.set_width(float(state.weights[i]) if weighted else 0.0)
-    for erased, cover_and_label in zip(state.erased, scene.covers, strict=True):
-        setp(cover_and_label, visible=bool(erased))
+    for erased, (cover, label) in zip(state.erased, scene.covers, strict=True):
+        cover.set_visible(bool(erased))
+        label.set_visible(bool(erased))
     computed = state.output_text is not None
     scene.output_card.set_facecolor(_OUTPUT_FACE if computed else "none")
     scene.output_card.set_linestyle("-" if computed else "--")
@@ -229,10 +217,11 @@ def readout(values, state):
 
 
 def _card_rows(cards):
-    """``(role, index, row)`` of every row of entries: the query, the keys, the values."""
-    for role, array in (("q", cards.query[None, :]), ("k", cards.keys), ("v", cards.values)):
-        for i, row in enumerate(array):
-            yield role, i, row
+    """``(role, index, row)`` of every row of entries, as the board shows them: q, k1, v1, k2 ..."""
+    yield "q", 0, cards.query
+    for i, (key, value) in enumerate(zip(cards.keys, cards.values, strict=True)):
+        yield "k", i, key
+        yield "v", i, value
 
 
 class _CardEditor(widgets.HBox):
@@ -248,7 +237,7 @@ class _CardEditor(widgets.HBox):
     def __init__(self, cards, *, field_width="3.6em"):
         self._shapes = [array.shape for array in cards]
         self._fields = {}
-        boxes = {}
+        boxes = []
         for role, i, row in _card_rows(cards):
             fields = [
                 widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
@@ -261,14 +250,8 @@ class _CardEditor(widgets.HBox):
             label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
             # the right margin parts the groups: q | k1 v1 | k2 v2 ...
             margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"
-            boxes[role, i] = widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin))
-        # query first, then each card's key beside its value, like the cards on the board
-        order = sorted(boxes, key=lambda role_i: (role_i[0] != "q", role_i[1], role_i[0]))
-        super().__init__(
-            [boxes[role_i] for role_i in order],
-            layout=widgets.Layout(flex_flow="row wrap"),
-            value=cards,
-        )
+            boxes.append(widgets.HBox([label, *fields], layout=widgets.Layout(margin=margin)))
+        super().__init__(boxes, layout=widgets.Layout(flex_flow="row wrap"), value=cards)
         self.add_class("attn-card-editor")
         self._syncing = False
         self.observe(self._on_value, names="value")
@@ -286,7 +269,7 @@ class _CardEditor(widgets.HBox):
 
     def _spelled(self):
         rows = {"q": [], "k": [], "v": []}
-        for (role, _), fields in self._fields.items():  # in order: the query, keys, values
+        for (role, _), fields in self._fields.items():  # each role's rows in order
             rows[role].append([round(field.value, CARD_DECIMALS) for field in fields])
         return make_cards(rows["q"][0], rows["k"], rows["v"])
 
