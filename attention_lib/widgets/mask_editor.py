@@ -25,6 +25,7 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import numpy as np
 import traitlets
+from matplotlib.transforms import offset_copy
 
 from .. import plots
 from ..attention import attention_forward, attention_scores
@@ -249,11 +250,15 @@ def draw(fig, state):
         # its column. T alone decides (the padding marks come and go without a redraw).
         if state.length >= 4:
             ax.tick_params(axis="x", labelrotation=90)
-        sums = ax.secondary_yaxis("right")
-        sums.tick_params(length=0, pad=4, labelsize=tick)  # first: the ticks are made with it
-        sums.set_ticks(rows, ["Σ=0"] * state.length, fontweight="bold")  # the widest, as above
-        sums.spines[:].set_visible(False)
-        scene.append((heatmap, ax.xaxis, ax.title, sums.yaxis))
+        # The row sums sit where a right-hand axis would put its tick labels, as plain
+        # texts: a change redraws a few glyphs, not an axis. The layout pass counts the
+        # scene's texts as "lp", so a transparent widest sum keeps their room (under the
+        # axes, where nothing else is).
+        at = {"transform": offset_copy(ax.get_yaxis_transform(), fig=fig, x=4, units="points")}
+        at["fontsize"] = tick
+        ax.text(1.0, state.length - 0.5, "Σ=0", va="top", fontweight="bold", alpha=0.0, **at)
+        sums = [ax.text(1.0, t, "", va="center_baseline", in_layout=False, **at) for t in rows]
+        scene.append((heatmap, ax.xaxis, ax.title, sums))
     fig.colorbar(heatmap.image, ax=axes).set_label("weight")
     plots.raise_small_text(fig, 12)  # 12.8 CSS px at 1366x768 (shown at 0.56x)
     return scene
@@ -265,11 +270,13 @@ def refresh(scene, state):
         plots.update_attention_heatmap(heatmap, state.weights[b], mask=state.mask[b])
         keys.set_ticklabels(_key_labels(state, b))
         title.set_text(_title(state, b))
-        sums.set_ticklabels([f"Σ={value:.3g}" for value in state.row_sums[b]])  # 1 or 0
-        for label, empty in zip(sums.get_ticklabels(), state.empty_rows[b], strict=True):
-            # An empty row is the lesson's surprise: its 0 stands out.
-            label.set_color(plots.COLORS["query"] if empty else "black")
-            label.set_fontweight("bold" if empty else "normal")
+        for text, value, empty in zip(sums, state.row_sums[b], state.empty_rows[b], strict=True):
+            # 1 or 0; an empty row is the lesson's surprise: its 0 stands out.
+            text.set_text(f"Σ={value:.3g}")
+            text.set(
+                color=plots.COLORS["query"] if empty else "black",
+                fontweight="bold" if empty else "normal",
+            )
 
 
 def static_key(state):
