@@ -71,6 +71,7 @@ from ._shell import (
     ExplorerSpec,
     HiddenControl,
     html_table,
+    int_slider,
     live_dpi,
     render_png,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "HiddenControl",
     "available_explorers",
     "html_table",
+    "int_slider",
     "live_dpi",
     "presenter_buttons",
     "render_png",

@@ -61,6 +61,7 @@ __all__ = [
     "ExplorerSpec",
     "HiddenControl",
     "html_table",
+    "int_slider",
     "live_dpi",
     "render_png",
 ]
@@ -295,6 +296,43 @@ class HiddenControl(traitlets.HasTraits):
 
     def __init__(self, value):
         super().__init__(value=value)
+
+
+def int_slider(value, low, high, description, width, *, label_width="initial"):
+    """A whole-number slider of fixed width that moves the explorer when released.
+
+    The shell lays the controls out in one wrapping row, where a track without
+    a fixed width would shrink to a few pixels.
+
+    Parameters
+    ----------
+    value, low, high : int
+        Its value, minimum and maximum.
+    description : str
+    width : str
+        CSS width of the whole slider, label included, e.g. ``"220px"``.
+    label_width : str, default "initial"
+        CSS width of the description (``"initial"``: as long as it is).
+
+    Returns
+    -------
+    ipywidgets.IntSlider
+
+    Examples
+    --------
+    >>> slider = int_slider(5, 1, 8, "T", "220px")
+    >>> slider.value, slider.continuous_update, slider.layout.min_width
+    (5, False, '220px')
+    """
+    return widgets.IntSlider(
+        value,
+        low,
+        high,
+        description=description,
+        continuous_update=False,
+        style={"description_width": label_width},
+        layout=widgets.Layout(width=width, min_width=width),
+    )
 
 
 def live_dpi(figsize, width_px=None):

@@ -26,13 +26,13 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import matplotlib as mpl
 import numpy as np
-from matplotlib.ticker import LogLocator, NullLocator
+from matplotlib.ticker import LogLocator
 
 from .. import plots
 from .._validation import require_whole_number
 from ..attention import attention_backward, attention_forward
 from ..masks import causal_mask
-from ._shell import ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table, int_slider
 
 __all__ = ["EXPLORER", "BackwardStepState", "backward_step_explorer", "update"]
 
@@ -116,15 +116,12 @@ class BackwardStepState(NamedTuple):
 
 
 def _loss_along(problem, array, index, offsets):
-    """``L(x + t) - L(x)`` for each ``t`` in ``offsets`` (x = ``array[index]``)."""
-    base = getattr(problem, array)
-    nudged = base.copy()
-    reference = loss(problem)
-    changes = np.empty(len(offsets))
-    for i, t in enumerate(offsets):
-        nudged[index] = base[index] + t
-        changes[i] = loss(problem, **{array: nudged}) - reference
-    return changes
+    """``L(x + t) - L(x)`` for each ``t`` in ``offsets`` (x = ``array[index]``), in one batch."""
+    nudged = np.repeat(getattr(problem, array)[None], len(offsets), axis=0)
+    nudged[:, index[0], index[1]] += offsets
+    arrays = {name: getattr(problem, name) for name in ARRAYS} | {array: nudged}
+    output = attention_forward(arrays["Q"], arrays["K"], arrays["V"], problem.mask)
+    return np.sum(problem.upstream * output, axis=(-2, -1)) - loss(problem)
 
 
 def _errors(estimates, gradient, scale):
@@ -340,12 +337,9 @@ def _draw_tangent(ax, spec):
         # on white, over the dotted line t = h that runs through the panel
         bbox={"facecolor": "white", "edgecolor": "none", "pad": 2.0},
     )
-    ax.set_xlim(*LOSS_XLIM)
-    ax.set_ylim(*LOSS_YLIM)
     # whole units on both axes, whatever width the layout gives the panel
-    ax.set(xticks=range(-2, 3), yticks=range(-2, 5))
-    ax.set_xlabel("nudge t, in units of h")
-    ax.set_ylabel("loss change ÷ (h · gradient size)")
+    ax.set(xlim=LOSS_XLIM, ylim=LOSS_YLIM, xticks=range(-2, 3), yticks=range(-2, 5))
+    ax.set(xlabel="nudge t, in units of h", ylabel="loss change ÷ (h · gradient size)")
     ax.legend(fontsize=spec["annotation"], **_LEGEND)
     return lines, note, ax.title
 
@@ -365,8 +359,7 @@ def _draw_errors(ax, state, spec):
     # Few ticks, room for large type; none above 1, where only the legend is.
     ax.xaxis.set_major_locator(LogLocator(numticks=5))
     ax.set_yticks([1e-16, 1e-12, 1e-8, 1e-4, 1.0])
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_locator(NullLocator())
+    ax.minorticks_off()
     # Which error wins at which end of the step axis, in the x label's row: no curve goes there.
     ax.set_xlabel("step h")
     below = -(
@@ -384,8 +377,7 @@ def _draw_errors(ax, state, spec):
             fontsize=spec["annotation"],
             color=_MARK_COLOR,
         )
-    ax.set_ylabel("error ÷ gradient size")
-    ax.set_title("finite-difference error")
+    ax.set(ylabel="error ÷ gradient size", title="finite-difference error")
     ax.legend(fontsize=spec["annotation"], **_LEGEND)
     return lines, step
 
@@ -485,22 +477,9 @@ def backward_step_explorer(array="Q", row=3, col=0, h=0.5, *, causal=True, style
             style={"button_width": "2.5em", "description_width": "initial"},
             layout={"width": "12em", "min_width": "12em"},  # Q K V side by side
         ),
-        **{
-            key: widgets.IntSlider(
-                value=value,
-                min=0,
-                max=size - 1,
-                description=label,
-                continuous_update=False,
-                # the controls share one row: without a minimum width a track shrinks away
-                layout={"min_width": "190px", "width": "190px"},
-                style={"description_width": "initial"},
-            )
-            for key, label, value, size in (
-                ("row", "row", row, shape[0]),
-                ("col", "column", col, shape[1]),
-            )
-        },
+        # the controls share one row: without a fixed width a track shrinks away
+        "row": int_slider(row, 0, shape[0] - 1, "row", "190px"),
+        "col": int_slider(col, 0, shape[1] - 1, "column", "190px"),
         "causal": widgets.Checkbox(
             value=causal, description="causal mask", indent=False, layout={"width": "auto"}
         ),

@@ -25,11 +25,12 @@ from typing import NamedTuple
 import ipywidgets as widgets
 import numpy as np
 import traitlets
+from matplotlib.transforms import offset_copy
 
 from .. import plots
 from ..attention import attention_forward, attention_scores
 from ..masks import causal_mask, combine_masks, padding_mask, valid_from_lengths
-from ._shell import ExplorerSpec, html_table
+from ._shell import ExplorerSpec, html_table, int_slider
 
 __all__ = ["EXPLORER", "MaskEditorState", "mask_editor_explorer", "update"]
 
@@ -249,11 +250,15 @@ def draw(fig, state):
         # its column. T alone decides (the padding marks come and go without a redraw).
         if state.length >= 4:
             ax.tick_params(axis="x", labelrotation=90)
-        sums = ax.secondary_yaxis("right")
-        sums.tick_params(length=0, pad=4, labelsize=tick)  # first: the ticks are made with it
-        sums.set_ticks(rows, ["Σ=0"] * state.length, fontweight="bold")  # the widest, as above
-        sums.spines[:].set_visible(False)
-        scene.append((heatmap, ax.xaxis, ax.title, sums.yaxis))
+        # The row sums sit where a right-hand axis would put its tick labels, as plain
+        # texts: a change redraws a few glyphs, not an axis. The layout pass counts the
+        # scene's texts as "lp", so a transparent widest sum keeps their room (under the
+        # axes, where nothing else is).
+        at = {"transform": offset_copy(ax.get_yaxis_transform(), fig=fig, x=4, units="points")}
+        at["fontsize"] = tick
+        ax.text(1.0, state.length - 0.5, "Σ=0", va="top", fontweight="bold", alpha=0.0, **at)
+        sums = [ax.text(1.0, t, "", va="center_baseline", in_layout=False, **at) for t in rows]
+        scene.append((heatmap, ax.xaxis, ax.title, sums))
     fig.colorbar(heatmap.image, ax=axes).set_label("weight")
     plots.raise_small_text(fig, 12)  # 12.8 CSS px at 1366x768 (shown at 0.56x)
     return scene
@@ -265,11 +270,13 @@ def refresh(scene, state):
         plots.update_attention_heatmap(heatmap, state.weights[b], mask=state.mask[b])
         keys.set_ticklabels(_key_labels(state, b))
         title.set_text(_title(state, b))
-        sums.set_ticklabels([f"Σ={value:.3g}" for value in state.row_sums[b]])  # 1 or 0
-        for label, empty in zip(sums.get_ticklabels(), state.empty_rows[b], strict=True):
-            # An empty row is the lesson's surprise: its 0 stands out.
-            label.set_color(plots.COLORS["query"] if empty else "black")
-            label.set_fontweight("bold" if empty else "normal")
+        for text, value, empty in zip(sums, state.row_sums[b], state.empty_rows[b], strict=True):
+            # 1 or 0; an empty row is the lesson's surprise: its 0 stands out.
+            text.set_text(f"Σ={value:.3g}")
+            text.set(
+                color=plots.COLORS["query"] if empty else "black",
+                fontweight="bold" if empty else "normal",
+            )
 
 
 def static_key(state):
@@ -310,26 +317,6 @@ def readout(values, state):
     )
 
 
-class _TupleOfChildren:
-    """Base of a control whose tuple ``value`` is what its child widgets (a grid, sliders) ask.
-
-    A child's change sets ``value``; the explorer's ``follow`` callback shows
-    ``value`` in the children again. A ``value`` that ``_checked`` refuses
-    raises before anything changes.
-    """
-
-    @traitlets.validate("value")
-    def _valid(self, proposal):
-        return self._checked(proposal["value"])
-
-    def close(self):
-        for child in self.children:
-            for grandchild in getattr(child, "children", ()):
-                grandchild.close()  # the cells and labels of the grid
-            child.close()
-        super().close()
-
-
 #: Width of the grid with its key, in CSS pixels: room for 8 x 8 cells, the same for
 #: every T so the figure beside it does not move when T changes.
 _GRID_WIDTH = "320px"
@@ -340,7 +327,7 @@ _GRID_LEGEND = (
 )
 
 
-class CellGrid(_TupleOfChildren, widgets.VBox):
+class CellGrid(widgets.VBox):
     """Toggle buttons for the (query, key) cells, the first T x T shown; ``value``: blocked cells.
 
     ``value`` is a sorted tuple of the ``(query, key)`` pairs blocked by hand,
@@ -377,8 +364,9 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
         self.buttons, self._causal, self._lengths = {}, False, ()
         self.value = value
 
-    def _checked(self, value):
-        return _cells(value, below=MAX_LENGTH)
+    @traitlets.validate("value")
+    def _checked(self, proposal):  # a value that does not fit raises before anything changes
+        return _cells(proposal["value"], below=MAX_LENGTH)
 
     def show(self, length, causal, lengths):
         """Show ``value`` in the first ``length x length`` cells, marked as the masks block them.
@@ -426,20 +414,7 @@ class CellGrid(_TupleOfChildren, widgets.VBox):
             self.value = tuple(sorted([*others, cell] if change["new"] else others))
 
 
-def _slider(value, low, high, description, width):
-    """A whole-number slider that moves the explorer on release, its label in full."""
-    return widgets.IntSlider(
-        value,
-        low,
-        high,
-        description=description,
-        continuous_update=False,
-        style={"description_width": "initial"},
-        layout=widgets.Layout(width=width),
-    )
-
-
-class RealTokenSliders(_TupleOfChildren, widgets.HBox):
+class RealTokenSliders(widgets.HBox):
     """One slider per example for its real tokens; ``value``: what was asked for (None: no padding).
 
     The sliders show the requests clipped to the ``T`` of :meth:`resize`; the
@@ -452,7 +427,7 @@ class RealTokenSliders(_TupleOfChildren, widgets.HBox):
     def __init__(self, lengths, length):
         # 400 px: a usable track beside board-sized labels
         sliders = [
-            _slider(0, 0, length, f"real tokens in example {b}", "400px") for b in range(BATCH)
+            int_slider(0, 0, length, f"real tokens in example {b}", "400px") for b in range(BATCH)
         ]
         super().__init__(sliders, layout=widgets.Layout(flex_flow="row wrap"))
         self.value = lengths
@@ -460,8 +435,9 @@ class RealTokenSliders(_TupleOfChildren, widgets.HBox):
             slider.observe(functools.partial(self._on_slider, b), names="value")
         self.resize(length)
 
-    def _checked(self, value):
-        return _requested_lengths(value, count=len(self.children))
+    @traitlets.validate("value")
+    def _checked(self, proposal):
+        return _requested_lengths(proposal["value"], count=len(self.children))
 
     def _on_slider(self, b, change):
         # A slider that shows its request (resize() sets it so) asks for nothing new.
@@ -528,7 +504,7 @@ def mask_editor_explorer(length=5, causal=True, lengths=(None, 3), blocked=(), *
         explorer.note(lambda state: _masked_click_note(state, cell))
 
     controls = {
-        "length": _slider(length, 1, MAX_LENGTH, "T", "220px"),
+        "length": int_slider(length, 1, MAX_LENGTH, "T", "220px"),
         "causal": widgets.Checkbox(
             bool(causal), description="causal", indent=False, layout=widgets.Layout(width="90px")
         ),
