@@ -614,27 +614,6 @@ def test_an_axis_of_the_scene_keeps_the_room_of_the_tick_labels_draw_gave_it():
     assert min(label.get_window_extent(renderer).y0 for label in labels) >= 0
 
 
-def test_a_secondary_axis_of_the_scene_is_blitted_like_the_figures_axes():
-    """The mask editor's row sums are the tick labels of a secondary axis right of each heatmap."""
-
-    def draw(fig, state):
-        ax = fig.subplots()
-        ax.set_ylim(-0.5, 1.5)
-        sums = ax.secondary_yaxis("right")
-        sums.set_ticks([0, 1], ["Σ=0", "Σ=0"])
-        return sums.yaxis
-
-    def refresh(axis, state):
-        axis.set_ticklabels([f"Σ={state['point'][0]:.1f}", f"Σ={state['point'][1]:.1f}"])
-
-    spec = _spec(draw=draw, refresh=refresh)
-    explorer = _explorer(spec)
-    for angle in (1.0, 2.5):
-        explorer.set(angle=angle)
-        fresh = render_png(spec.figure(explorer.state))
-        np.testing.assert_array_equal(_pixels(explorer.png), _pixels(fresh))
-
-
 def test_a_forgotten_drawing_is_drawn_again_without_a_layout_pass(monkeypatch):
     # The mask editor's T is its static key; with more of them than are kept frozen,
     # going back to one drawn before puts its layout back instead of running

@@ -509,7 +509,6 @@ def _blitted(fig, scene):
     spines bars stand on, a reference line across moving bars. The area a
     scene artist may reach is its clip box, or its extent when unclipped.
     Axes' ticks are never among them: they point outward, off the data.
-    Child axes (a secondary axis) are searched like the figure's axes.
     """
     moving = {id(artist) for artist in _scene_artists(scene)}
     renderer = fig.canvas.get_renderer()
@@ -522,8 +521,8 @@ def _blitted(fig, scene):
                 order.append(child)
                 clip = child.get_clip_box() if child.get_clip_on() else None
                 regions.append(clip if clip is not None else child.get_window_extent(renderer))
-            elif isinstance(child, Axes) or child in getattr(parent, "child_axes", ()):
-                visit(child)  # child axes too: a secondary axis is no Axes
+            elif isinstance(child, Axes):
+                visit(child)
             elif regions and child.get_visible() and not isinstance(child, Axis):
                 box = child.get_window_extent(renderer)  # edges count: a spine on the axes' edge
                 if (box.width > 0 or box.height > 0) and any(map(box.overlaps, regions)):
