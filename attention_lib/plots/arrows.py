@@ -7,14 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _labels as labels_
-from .style import (
-    COLORS,
-    STYLES,
-    _labels,
-    _square_plane,
-    _style_axes,
-    figure_style,
-)
+from .style import COLORS, STYLES, _labels, _prepare, _square_plane, figure_style
 
 __all__ = ["Arrows2D", "arrows_2d", "update_arrows_2d"]
 
@@ -79,9 +72,7 @@ def arrows_2d(ax, keys, query=None, *, labels=None, limit=None, title=None, styl
     if keys.shape[-1] != 2:
         raise ValueError(f"arrows_2d draws 2-D vectors; got keys of shape {keys.shape}.")
     labels = _labels(labels, keys.shape[0], "labels") or [f"k{i}" for i in range(len(keys))]
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     vectors = keys if query is None else np.vstack([keys, np.reshape(query, (1, 2))])
     if limit is None:
         limit = 1.25 * max(float(np.abs(vectors).max()), 1e-9)

@@ -8,15 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _labels as labels_
-from .style import (
-    COLORS,
-    STYLES,
-    _labels,
-    _square_plane,
-    _style_axes,
-    figure_style,
-    format_weight,
-)
+from .style import COLORS, STYLES, _labels, _prepare, _square_plane, figure_style, format_weight
 
 __all__ = ["Blend", "blend_plot", "update_blend_plot"]
 
@@ -115,9 +107,7 @@ def blend_plot(
     output = np.ravel(np.asarray(output, dtype=float))
     n = values.shape[0]
     names = tuple(_labels(labels, n, "labels") or [f"v{i}" for i in range(n)])
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     if n >= 3:
         hull = _convex_hull(values)
         ax.fill(
