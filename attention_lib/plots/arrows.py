@@ -78,32 +78,18 @@ def arrows_2d(ax, keys, query=None, *, labels=None, limit=None, title=None, styl
         limit = 1.25 * max(float(np.abs(vectors).max()), 1e-9)
     width = _arrow_width(limit, spec)
     key_labels = []
+    key_arrow = {"width": width, "head_width": 4 * width, "color": COLORS["key"]}
     for label, key in zip(labels, keys, strict=True):
-        ax.arrow(
-            0,
-            0,
-            key[0],
-            key[1],
-            width=width,
-            color=COLORS["key"],
-            length_includes_head=True,
-            head_width=4 * width,
-        )
+        ax.arrow(0, 0, *key, length_includes_head=True, **key_arrow)
         key_labels.append(labels_.label_at(ax, label, key, COLORS["key"], spec))
     arrow = tip = query_label = None
     if query is not None:
         q = np.ravel(np.asarray(query, dtype=float))
         # Always an arrow (hidden when q = 0) plus a dot at its tip, so that
         # update_arrows_2d can move both in place.
+        shape = {"color": COLORS["query"], "visible": bool(np.hypot(*q) > 0)}
         arrow = ax.arrow(
-            0,
-            0,
-            q[0],
-            q[1],
-            color=COLORS["query"],
-            length_includes_head=True,
-            **_query_arrow_shape(q, width),
-            visible=bool(np.hypot(*q) > 0),
+            0, 0, *q, length_includes_head=True, **shape, **_query_arrow_shape(q, width)
         )
         (tip,) = ax.plot(
             [q[0]], [q[1]], "o", color=COLORS["query"], markersize=spec["marker"] * 0.6
