@@ -125,25 +125,12 @@ def attention_heatmap(
         cmap = DIVERGING_CMAP if signed else "viridis"
     colormap = mpl.colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     image = ax.imshow(
-        shown,
-        cmap=colormap,
-        vmin=vmin,
-        vmax=vmax,
-        aspect="auto",
-        interpolation="nearest",
+        shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
     )
     # All masked cells form ONE hatched patch, so an explorer can move the mask
     # in place (update_attention_heatmap) and drawing stays cheap for large T.
-    masked = ax.add_patch(
-        PathPatch(
-            _cells_path(blocked),
-            facecolor=MASKED_COLOR,
-            edgecolor="#6e6e6e",
-            hatch="//",
-            linewidth=0,
-            label="_masked",
-        )
-    )
+    hatched = {"facecolor": MASKED_COLOR, "edgecolor": "#6e6e6e", "hatch": "//", "linewidth": 0}
+    masked = ax.add_patch(PathPatch(_cells_path(blocked), label="_masked", **hatched))
     if annotate is None:
         annotate = max(n_q, n_k) <= 10
     # One text per cell (hidden where masked), so updates only change them.
