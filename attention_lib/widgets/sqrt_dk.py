@@ -225,6 +225,7 @@ def refresh(scene, state):
     bars, std_line, row_bars, hist_title, row_title = scene
     for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
         bar.set_height(count)
+        bar.set_visible(bool(count))  # an empty bin: no patch to draw (a third of them)
     std_line.set_xdata([state.score_std, state.score_std])
     row_bars.set_segments([((i, 0.0), (i, w)) for i, w in enumerate(state.row_weights)])
     row_bars.set_color(plots.weight_colors(state.row_weights))
