@@ -307,8 +307,7 @@ def static_key(state):
 
 def draw(fig, state):
     """The weights heatmap (left) and the shapes strip (right), the figure as tall as they need."""
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
+    spec = plots.STYLES[plots.figure_style(fig)]
     T_q, T_k = state.weights.shape
     fig.set_figheight(_figure_height(fig, state))
     heat, strip = fig.subplots(1, 2)

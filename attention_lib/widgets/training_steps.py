@@ -183,17 +183,9 @@ def draw(fig, state):
         title=heat_title,
     )
     heat_ax.set(xlabel="", ylabel="probe query")
+    outline = {"fill": False, "edgecolor": plots.COLORS["query"], "linewidth": spec["line"] * 1.2}
     for row, column in enumerate(state.answer_positions):
-        heat_ax.add_patch(
-            Rectangle(
-                (column - 0.44, row - 0.44),
-                0.88,
-                0.88,
-                fill=False,
-                edgecolor=plots.COLORS["query"],
-                linewidth=spec["line"] * 1.2,
-            )
-        )
+        heat_ax.add_patch(Rectangle((column - 0.44, row - 0.44), 0.88, 0.88, **outline))
 
     steps = np.arange(len(state.training_losses))
     loss_ax.plot(
