@@ -107,14 +107,19 @@ def broadcast_mask(mask, weights_shape, name="mask"):
     return mask
 
 
-def require_whole_number(value, name, *, minimum=1):
-    """Return ``value`` as an int if it is a whole number >= ``minimum``."""
+def require_whole_number(value, name, *, minimum=1, maximum=None, why=""):
+    """Return ``value`` as an int if it is a whole number >= ``minimum`` (and <= ``maximum``).
+
+    ``why`` ends the message for a value above ``maximum``: what sets that bound.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{name} must be a whole number (int); got {value!r} of type {type(value).__name__}."
         )
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}; got {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}{why}; got {value}.")
     return int(value)
 
 

@@ -65,17 +65,11 @@ def _covering(box, points, boxes, bounds, pad=0.0):
     """
     outside = box[0] < bounds[0] or box[1] < bounds[1] or box[2] > bounds[2] or box[3] > bounds[3]
     x0, y0, x1, y1 = np.asarray(box) + np.array([-pad, -pad, pad, pad])
-    inside = 0
-    if len(points):
-        x, y = points[:, 0], points[:, 1]
-        inside = int(np.count_nonzero((x > x0) & (x < x1) & (y > y0) & (y < y1)))
-    overlaps = 0
-    if len(boxes):
-        overlaps = int(
-            np.count_nonzero(
-                (boxes[:, 0] < x1) & (boxes[:, 2] > x0) & (boxes[:, 1] < y1) & (boxes[:, 3] > y0)
-            )
-        )
+    x, y = points[:, 0], points[:, 1]
+    inside = np.count_nonzero((x > x0) & (x < x1) & (y > y0) & (y < y1))
+    overlaps = np.count_nonzero(
+        (boxes[:, 0] < x1) & (boxes[:, 2] > x0) & (boxes[:, 1] < y1) & (boxes[:, 3] > y0)
+    )
     return inside + 500 * overlaps + 100_000 * outside
 
 

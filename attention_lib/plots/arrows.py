@@ -7,14 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _labels as labels_
-from .style import (
-    COLORS,
-    STYLES,
-    _labels,
-    _square_plane,
-    _style_axes,
-    figure_style,
-)
+from .style import COLORS, STYLES, _labels, _prepare, _square_plane, figure_style
 
 __all__ = ["Arrows2D", "arrows_2d", "update_arrows_2d"]
 
@@ -79,40 +72,24 @@ def arrows_2d(ax, keys, query=None, *, labels=None, limit=None, title=None, styl
     if keys.shape[-1] != 2:
         raise ValueError(f"arrows_2d draws 2-D vectors; got keys of shape {keys.shape}.")
     labels = _labels(labels, keys.shape[0], "labels") or [f"k{i}" for i in range(len(keys))]
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     vectors = keys if query is None else np.vstack([keys, np.reshape(query, (1, 2))])
     if limit is None:
         limit = 1.25 * max(float(np.abs(vectors).max()), 1e-9)
     width = _arrow_width(limit, spec)
     key_labels = []
+    key_arrow = {"width": width, "head_width": 4 * width, "color": COLORS["key"]}
     for label, key in zip(labels, keys, strict=True):
-        ax.arrow(
-            0,
-            0,
-            key[0],
-            key[1],
-            width=width,
-            color=COLORS["key"],
-            length_includes_head=True,
-            head_width=4 * width,
-        )
+        ax.arrow(0, 0, *key, length_includes_head=True, **key_arrow)
         key_labels.append(labels_.label_at(ax, label, key, COLORS["key"], spec))
     arrow = tip = query_label = None
     if query is not None:
         q = np.ravel(np.asarray(query, dtype=float))
         # Always an arrow (hidden when q = 0) plus a dot at its tip, so that
         # update_arrows_2d can move both in place.
+        shape = {"color": COLORS["query"], "visible": bool(np.hypot(*q) > 0)}
         arrow = ax.arrow(
-            0,
-            0,
-            q[0],
-            q[1],
-            color=COLORS["query"],
-            length_includes_head=True,
-            **_query_arrow_shape(q, width),
-            visible=bool(np.hypot(*q) > 0),
+            0, 0, *q, length_includes_head=True, **shape, **_query_arrow_shape(q, width)
         )
         (tip,) = ax.plot(
             [q[0]], [q[1]], "o", color=COLORS["query"], markersize=spec["marker"] * 0.6

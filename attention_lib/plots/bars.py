@@ -7,15 +7,7 @@ from typing import NamedTuple
 import matplotlib as mpl
 import numpy as np
 
-from .style import (
-    STYLES,
-    _get_ax,
-    _labels,
-    _style_axes,
-    _style_labels,
-    figure_style,
-    format_weight,
-)
+from .style import _labels, _prepare, _style_labels, format_weight
 
 __all__ = ["WeightBars", "update_weight_bars", "weight_bars", "weight_colors"]
 
@@ -97,10 +89,7 @@ def weight_bars(
     weights = np.ravel(np.asarray(weights, dtype=float))
     n = weights.size
     labels = _labels(labels, n, "labels") or [str(i) for i in range(n)]
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    ax = _get_ax(ax, style)
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     bars = ax.bar(
         range(n),
         weights,
@@ -147,9 +136,7 @@ def weight_bars(
     else:
         ax.set_xlabel("key")
     ax.set_ylabel(ylabel)
-    if title is not None:
-        ax.set_title(title)
-    _style_labels(ax, spec)
+    _style_labels(ax, spec, title)
     drawn = WeightBars(bars, texts, row)
     update_weight_bars(drawn, weights, scores, decimals=decimals)
     return drawn

@@ -8,15 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _labels as labels_
-from .style import (
-    COLORS,
-    STYLES,
-    _labels,
-    _square_plane,
-    _style_axes,
-    figure_style,
-    format_weight,
-)
+from .style import COLORS, STYLES, _labels, _prepare, _square_plane, figure_style, format_weight
 
 __all__ = ["Blend", "blend_plot", "update_blend_plot"]
 
@@ -115,38 +107,15 @@ def blend_plot(
     output = np.ravel(np.asarray(output, dtype=float))
     n = values.shape[0]
     names = tuple(_labels(labels, n, "labels") or [f"v{i}" for i in range(n)])
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     if n >= 3:
         hull = _convex_hull(values)
-        ax.fill(
-            hull[:, 0],
-            hull[:, 1],
-            color=COLORS["value"],
-            alpha=0.12,
-            zorder=0,
-            label="hull of the values",
-        )
+        ax.fill(*hull.T, color=COLORS["value"], alpha=0.12, zorder=0, label="hull of the values")
     elif n == 2:
-        ax.plot(
-            values[:, 0],
-            values[:, 1],
-            color=COLORS["value"],
-            alpha=0.4,
-            zorder=0,
-            linewidth=spec["line"] * 2,
-        )
+        ax.plot(*values.T, color=COLORS["value"], alpha=0.4, zorder=0, linewidth=spec["line"] * 2)
     sizes = np.full(n, 0.5) if weights is None else np.ravel(np.asarray(weights, dtype=float))
-    points = ax.scatter(
-        values[:, 0],
-        values[:, 1],
-        s=_value_areas(sizes, spec),
-        color=COLORS["value"],
-        edgecolor="black",
-        linewidth=0.6,
-        zorder=2,
-    )
+    outlined = {"color": COLORS["value"], "edgecolor": "black", "linewidth": 0.6, "zorder": 2}
+    points = ax.scatter(*values.T, s=_value_areas(sizes, spec), **outlined)
     # Named only: update_blend_plot adds the weights and places the labels.
     texts = [
         labels_.label_at(ax, name, v, COLORS["value"], spec)

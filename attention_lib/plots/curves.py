@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import (
-    COLORS,
-    STYLES,
-    _get_ax,
-    _style_axes,
-    _style_labels,
-    figure_style,
-)
+from .style import COLORS, _prepare, _style_labels
 
 __all__ = ["score_histogram", "variance_curve"]
 
@@ -58,10 +51,7 @@ def score_histogram(
     """
     scores = np.asarray(scores, dtype=float).ravel()
     scores = scores[np.isfinite(scores)]
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    ax = _get_ax(ax, style)
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     _, _, bars = ax.hist(
         scores,
         bins=bins,
@@ -73,11 +63,9 @@ def score_histogram(
         linewidth=0.5,
     )
     ax.set(xlabel=xlabel, ylabel="density" if density else "count")
-    if title is not None:
-        ax.set_title(title)
     if label is not None:
         ax.legend(fontsize=spec["tick"])
-    _style_labels(ax, spec)
+    _style_labels(ax, spec, title)
     return bars
 
 
@@ -127,10 +115,7 @@ def variance_curve(
             f"widths and variances must be 1-D and the same length; got {widths.shape} "
             f"and {variances.shape}."
         )
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    ax = _get_ax(ax, style)
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
     lines = ax.plot(
         widths,
         variances,
@@ -152,8 +137,6 @@ def variance_curve(
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set(xlabel="width d_k", ylabel=ylabel)
-    if title is not None:
-        ax.set_title(title)
     ax.legend(fontsize=spec["tick"])
-    _style_labels(ax, spec)
+    _style_labels(ax, spec, title)
     return lines

@@ -14,17 +14,7 @@ import numpy as np
 from matplotlib.patches import PathPatch
 from matplotlib.path import Path
 
-from .style import (
-    DIVERGING_CMAP,
-    MASKED_COLOR,
-    STYLES,
-    _get_ax,
-    _labels,
-    _style_axes,
-    _style_labels,
-    figure_style,
-    format_weight,
-)
+from .style import DIVERGING_CMAP, MASKED_COLOR, _labels, _prepare, _style_labels, format_weight
 
 __all__ = ["Heatmap", "attention_heatmap", "update_attention_heatmap"]
 
@@ -124,10 +114,7 @@ def attention_heatmap(
     blocked = _blocked_cells(mask, weights.shape)
     query_labels = _labels(query_labels, n_q, "query_labels")
     key_labels = _labels(key_labels, n_k, "key_labels")
-    style = figure_style(ax, style)
-    spec = STYLES[style]
-    ax = _get_ax(ax, style)
-    _style_axes(ax, style)
+    ax, spec = _prepare(ax, style)
 
     shown = np.ma.masked_array(weights, mask=blocked | ~np.isfinite(weights))
     if signed:
@@ -138,25 +125,12 @@ def attention_heatmap(
         cmap = DIVERGING_CMAP if signed else "viridis"
     colormap = mpl.colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     image = ax.imshow(
-        shown,
-        cmap=colormap,
-        vmin=vmin,
-        vmax=vmax,
-        aspect="auto",
-        interpolation="nearest",
+        shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
     )
     # All masked cells form ONE hatched patch, so an explorer can move the mask
     # in place (update_attention_heatmap) and drawing stays cheap for large T.
-    masked = ax.add_patch(
-        PathPatch(
-            _cells_path(blocked),
-            facecolor=MASKED_COLOR,
-            edgecolor="#6e6e6e",
-            hatch="//",
-            linewidth=0,
-            label="_masked",
-        )
-    )
+    hatched = {"facecolor": MASKED_COLOR, "edgecolor": "#6e6e6e", "hatch": "//", "linewidth": 0}
+    masked = ax.add_patch(PathPatch(_cells_path(blocked), label="_masked", **hatched))
     if annotate is None:
         annotate = max(n_q, n_k) <= 10
     # One text per cell (hidden where masked), so updates only change them.
@@ -172,15 +146,13 @@ def attention_heatmap(
     ax.set(xlabel="key", ylabel="query")
     ax.tick_params(length=0)
     ax.spines[:].set_visible(False)
-    if title is not None:
-        ax.set_title(title)
     if colorbar:
         bar = ax.figure.colorbar(image, ax=ax, shrink=0.85)
         bar.ax.tick_params(labelsize=spec["tick"])
         if colorbar_label is None:
             colorbar_label = "weight" if (vmin, vmax) == (0.0, 1.0) else "value"
         bar.set_label(colorbar_label, fontsize=spec["label"])
-    _style_labels(ax, spec)
+    _style_labels(ax, spec, title)
     return heatmap
 
 

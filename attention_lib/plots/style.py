@@ -26,6 +26,7 @@ import os
 import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
@@ -202,12 +203,9 @@ def default_style():
 
 def _active_style():
     """The style whose font size the current rcParams carry (inside a style block)."""
-    size = mpl.rcParams["axes.titlesize"]
+    sizes = (mpl.rcParams["axes.titlesize"], mpl.rcParams["font.size"])
     for name, spec in STYLES.items():
-        if (
-            size == spec["rc"]["axes.titlesize"]
-            and mpl.rcParams["font.size"] == (spec["rc"]["font.size"])
-        ):
+        if sizes == (spec["rc"]["axes.titlesize"], spec["rc"]["font.size"]):
             return name
     return default_style()
 
@@ -227,24 +225,14 @@ def figure_style(fig_or_ax, style=None):
     """
     if style is not None:
         return _check_style(style)
-    fig = getattr(fig_or_ax, "figure", None) if fig_or_ax is not None else None
-    fig = fig if fig is not None else fig_or_ax
-    # Subfigures report their parent via .figure; the root figure points to itself.
-    root = getattr(fig, "get_figure", lambda **_: fig)(root=True) if fig is not None else None
+    # The style is stored on the root figure (subfigures and axes name it with root=True).
+    root = fig_or_ax.get_figure(root=True) if fig_or_ax is not None else None
     stored = getattr(root, _STYLE_ATTRIBUTE, None)
     return stored if stored is not None else _active_style()
 
 
 def new_figure(
-    nrows=1,
-    ncols=1,
-    *,
-    figsize=None,
-    style=None,
-    pyplot=True,
-    dpi=None,
-    squeeze=True,
-    **subplot_kw,
+    nrows=1, ncols=1, *, figsize=None, style=None, pyplot=True, dpi=None, squeeze=True, **subplot_kw
 ):
     """Create a figure and its axes in the series style.
 
@@ -294,13 +282,11 @@ def new_figure(
         figsize = (width, height * min(max(nrows, 1), 2) ** 0.75)
     with series_style(style):
         if pyplot:
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt  # here: importing pyplot picks a backend
 
             fig = plt.figure(figsize=figsize, dpi=STATIC_DPI if dpi is None else dpi)
         else:
             fig = Figure(figsize=figsize, dpi=dpi)
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-
             FigureCanvasAgg(fig)
         setattr(fig, _STYLE_ATTRIBUTE, style)
         if nrows == 0:
@@ -372,6 +358,17 @@ def _get_ax(ax, style):
     return ax
 
 
+def _prepare(ax, style=None):
+    """What every figure builder starts with: ``ax`` (a new one if None) styled, and its sizes.
+
+    The style is ``style`` if given, else the one :func:`figure_style` finds for ``ax``.
+    """
+    style = figure_style(ax, style)
+    ax = _get_ax(ax, style)
+    _style_axes(ax, style)
+    return ax, STYLES[style]
+
+
 def _labels(labels, n, name):
     if labels is None:
         return None
@@ -399,8 +396,13 @@ def format_weight(weight, decimals=2):
     return text
 
 
-def _style_labels(ax, spec):
-    """The style's sizes on the axis labels and the title (``set_title`` resets its font)."""
+def _style_labels(ax, spec, title=None):
+    """Set ``title`` if given; the style's sizes on the axis labels and the title.
+
+    After the title, since ``set_title`` resets its font.
+    """
+    if title is not None:
+        ax.set_title(title)
     ax.xaxis.label.set_fontsize(spec["label"])
     ax.yaxis.label.set_fontsize(spec["label"])
     ax.title.set_fontsize(spec["title"])
@@ -417,6 +419,4 @@ def _square_plane(ax, limit, axis_name, title, spec):
         axis.set_major_locator(MaxNLocator(nbins=4, integer=True, symmetric=True))
     ax.set_xlabel(f"{axis_name} 1")
     ax.set_ylabel(f"{axis_name} 2")
-    if title is not None:
-        ax.set_title(title)
-    _style_labels(ax, spec)
+    _style_labels(ax, spec, title)

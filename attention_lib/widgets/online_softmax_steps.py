@@ -139,12 +139,8 @@ def draw(fig, state):
     for start in state.trace.block_starts[1:]:
         left.axvline(start - 0.5, color=plots.COLORS["guide"], linewidth=thin)
     bars = left.bar(np.arange(n_keys), state.scores, width=0.8, color=_bar_colors(state))
-    (max_line,) = left.plot(
-        [-0.5, n_keys - 0.5],
-        [state.trace.running_max[state.block - 1]] * 2,
-        color=plots.COLORS["reference"],
-        linestyle="--",
-    )
+    # the running max: refresh puts it at the block's height
+    (max_line,) = left.plot([-0.5, n_keys - 0.5], [0, 0], color=plots.COLORS["reference"], ls="--")
     low, high = min(state.scores.min(), 0.0), state.scores.max()
     left.set(xlim=(-1.0, n_keys), ylim=(low - 0.3, high + 0.3), xlabel="key", ylabel="score")
 

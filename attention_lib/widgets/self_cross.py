@@ -114,19 +114,14 @@ def projections(d_k, d_v, *, seed=26):
     >>> bool(np.all(projections(2, 5).W_q == W.W_q[:, :2]))
     True
     """
-    d_k, d_v = _whole(d_k, "d_k", MAX_WIDTH), _whole(d_v, "d_v", MAX_WIDTH)
+    d_k = require_whole_number(d_k, "d_k", maximum=MAX_WIDTH)
+    d_v = require_whole_number(d_v, "d_v", maximum=MAX_WIDTH)
     rng = np.random.default_rng(seed)
     W_q, noise, W_v = rng.standard_normal((3, D_MODEL, MAX_WIDTH)) / np.sqrt(D_MODEL)
     # W_k is W_q plus a little of its own: a query then scores highest the keys
     # whose tokens mean what its own token means.
     W_k = W_q + 0.3 * noise
     return Projections(W_q[:, :d_k], W_k[:, :d_k], W_v[:, :d_v])
-
-
-def _whole(value, name, largest):
-    if require_whole_number(value, name) > largest:
-        raise ValueError(f"{name} must be in 1..{largest}; got {value}.")
-    return int(value)
 
 
 class SelfCrossState(NamedTuple):
@@ -189,8 +184,8 @@ def update(T_q=4, T_k=6, d_k=4, d_v=3, mode="cross", causal=False):
     >>> state.weights.shape, state.output_width  # T_k follows T_q in self mode
     ((3, 3), 2)
     """
-    T_q = _whole(T_q, "T_q", MAX_LENGTH)
-    T_k = _whole(T_k, "T_k", MAX_LENGTH)
+    T_q = require_whole_number(T_q, "T_q", maximum=MAX_LENGTH)
+    T_k = require_whole_number(T_k, "T_k", maximum=MAX_LENGTH)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     if causal and mode != "self":
@@ -312,8 +307,7 @@ def static_key(state):
 
 def draw(fig, state):
     """The weights heatmap (left) and the shapes strip (right), the figure as tall as they need."""
-    style = plots.figure_style(fig)
-    spec = plots.STYLES[style]
+    spec = plots.STYLES[plots.figure_style(fig)]
     T_q, T_k = state.weights.shape
     fig.set_figheight(_figure_height(fig, state))
     heat, strip = fig.subplots(1, 2)

@@ -146,12 +146,7 @@ def _titles(state):
     return hist, row
 
 
-def _line_width(ax):
-    """The style's line width (thicker on the board) for the reference lines drawn on ``ax``."""
-    return plots.STYLES[plots.figure_style(ax)]["line"]
-
-
-def _row_bars(ax, weights):
+def _row_bars(ax, weights, line):
     """The weights of one query over all its keys as thin bars (too many keys to label each).
 
     Private until :func:`attention_lib.plots.weight_bars` can skip its per-bar labels.
@@ -169,7 +164,7 @@ def _row_bars(ax, weights):
         1.0 / n,
         color=plots.COLORS["reference"],
         linestyle="--",
-        linewidth=0.55 * _line_width(ax),
+        linewidth=0.55 * line,
         label=f"uniform 1/{n}",
     )
     ax.set(xlim=(-1, n), ylim=(0.0, 1.05), xlabel="key", ylabel="weight")
@@ -178,6 +173,7 @@ def _row_bars(ax, weights):
 
 def draw(fig, state):
     """Histogram of the scores' sizes |q . k| on a log axis (left), one query's weights (right)."""
+    spec = plots.STYLES[plots.figure_style(fig)]  # the reference lines: thicker on the board
     hist_ax, row_ax = fig.subplots(1, 2, width_ratios=[1.0, 1.15])
     hist_title, row_title = _titles(state)
     n = state.scores.size
@@ -202,13 +198,13 @@ def draw(fig, state):
         MAGNITUDE_BINS,
         color=plots.COLORS["prediction"],
         linestyle="--",
-        linewidth=0.8 * _line_width(hist_ax),
+        linewidth=0.8 * spec["line"],
         label="|N(0, 1)|: the scaled target",
     )
     std_line = hist_ax.axvline(
-        state.score_std, color="black", linewidth=0.7 * _line_width(hist_ax), label="score std"
+        state.score_std, color="black", linewidth=0.7 * spec["line"], label="score std"
     )
-    row_bars = _row_bars(row_ax, state.row_weights)
+    row_bars = _row_bars(row_ax, state.row_weights, spec["line"])
     row_ax.set_title(row_title)
     # One legend for both panels, in a row under them: inside the axes it sat on the
     # histogram (the std line crosses every height), and no corner stays free as d_k moves.
@@ -217,7 +213,7 @@ def draw(fig, state):
         handles=handles,
         loc="outside lower center",
         ncol=len(handles),
-        fontsize=plots.STYLES[plots.figure_style(fig)]["tick"],
+        fontsize=spec["tick"],
         frameon=False,
         columnspacing=2.5,
     )
@@ -229,6 +225,7 @@ def refresh(scene, state):
     bars, std_line, row_bars, hist_title, row_title = scene
     for bar, count in zip(bars, _magnitude_counts(state.scores), strict=True):
         bar.set_height(count)
+        bar.set_visible(bool(count))  # an empty bin: no patch to draw (a third of them)
     std_line.set_xdata([state.score_std, state.score_std])
     row_bars.set_segments([((i, 0.0), (i, w)) for i, w in enumerate(state.row_weights)])
     row_bars.set_color(plots.weight_colors(state.row_weights))

@@ -124,13 +124,9 @@ def update(step_index=0, *, run=None):
         raise TypeError(
             f"run must be the TrainingRun that tiny_layer.train returns; got {type(run).__name__}."
         )
-    n_snapshots = len(run.snapshot_steps)
-    step_index = require_whole_number(step_index, "step_index", minimum=0)
-    if step_index >= n_snapshots:
-        raise ValueError(
-            f"step_index must be between 0 and {n_snapshots - 1} (the run saved "
-            f"{n_snapshots} snapshots); got {step_index}."
-        )
+    last = len(run.snapshot_steps) - 1
+    why = f" (the run saved {last + 1} snapshots)"
+    step_index = require_whole_number(step_index, "step_index", minimum=0, maximum=last, why=why)
     weights = run.snapshot_weights[step_index]
     answers = run.probe.answer_positions
     on_answer = weights[np.arange(len(answers)), answers]
@@ -187,17 +183,9 @@ def draw(fig, state):
         title=heat_title,
     )
     heat_ax.set(xlabel="", ylabel="probe query")
+    outline = {"fill": False, "edgecolor": plots.COLORS["query"], "linewidth": spec["line"] * 1.2}
     for row, column in enumerate(state.answer_positions):
-        heat_ax.add_patch(
-            Rectangle(
-                (column - 0.44, row - 0.44),
-                0.88,
-                0.88,
-                fill=False,
-                edgecolor=plots.COLORS["query"],
-                linewidth=spec["line"] * 1.2,
-            )
-        )
+        heat_ax.add_patch(Rectangle((column - 0.44, row - 0.44), 0.88, 0.88, **outline))
 
     steps = np.arange(len(state.training_losses))
     loss_ax.plot(
