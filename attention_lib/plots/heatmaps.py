@@ -125,7 +125,12 @@ def attention_heatmap(
         cmap = DIVERGING_CMAP if signed else "viridis"
     colormap = mpl.colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     image = ax.imshow(
-        shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
+        shown,
+        cmap=colormap,
+        vmin=vmin,
+        vmax=vmax,
+        aspect="auto",
+        interpolation="nearest",
     )
     # All masked cells form ONE hatched patch, so an explorer can move the mask
     # in place (update_attention_heatmap) and drawing stays cheap for large T.

@@ -232,7 +232,15 @@ def figure_style(fig_or_ax, style=None):
 
 
 def new_figure(
-    nrows=1, ncols=1, *, figsize=None, style=None, pyplot=True, dpi=None, squeeze=True, **subplot_kw
+    nrows=1,
+    ncols=1,
+    *,
+    figsize=None,
+    style=None,
+    pyplot=True,
+    dpi=None,
+    squeeze=True,
+    **subplot_kw,
 ):
     """Create a figure and its axes in the series style.
 
