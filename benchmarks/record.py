@@ -40,6 +40,24 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def commit():
+    """This checkout's HEAD, short, and whether tracked files differ from it."""
+    try:
+        git = ["git", "-C", str(BENCHMARKS.parent)]
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        changed = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + (" + changes not committed" if changed.stdout.strip() else "")
+
+
 def as_markdown(output):
     """Benchmark output as Markdown: runs of table rows stay tables, other runs text blocks."""
     blocks, run, in_table = [], [], None
@@ -64,6 +82,7 @@ def results_page(command, started, seconds, loads, output):
         f"Written by `python benchmarks/record.py {' '.join(command)}` on {when}. Do not edit "
         "it by hand: run that command again. What the benchmark measures and how to read it: "
         "[performance.md](../performance.md).\n\n"
+        f"- commit: {commit()}\n"
         f"- machine: {cpu_name()}, {os.cpu_count()} logical cores, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}\n"
         f"- load average over 1 minute: {loads[0]:.1f} before, {loads[1]:.1f} after "

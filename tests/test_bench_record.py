@@ -32,6 +32,7 @@ def test_a_run_is_written_with_its_command_the_machine_and_tables(
     assert page.startswith("# bench_fake.py: the latest results\n")
     assert "`python benchmarks/record.py bench_fake.py 12.5`" in page
     assert "logical cores" in page and "load average over 1 minute" in page
+    assert "- commit: unknown (not a git checkout)" in page  # tmp_path is in no repository
     # The table stays a table; the lines around it become text blocks.
     assert "```text\nnumpy 2.4; BLAS: OpenBLAS\n```" in page
     assert "\n\n| T | ms |\n|---:|---:|\n| 1024 | 12.5 |\n\n```text\ntarget met\n```\n" in page
