@@ -11,7 +11,8 @@ step:
   readout, table, what every widget shows);
 * nothing was logged (a button's callback that fails is logged, not raised);
 * the figure (pixel for pixel), the table, the readout and every widget equal
-  those of a fresh explorer set to the same values. The readout may add notes
+  those of a fresh explorer showing the same values: built with them (what its
+  factory takes; any other control then set). The readout may add notes
   after the fresh one's (a click the mask refuses says why).
 
 The machine knows no explorer by name: it reads the widget tree and the
@@ -19,6 +20,7 @@ controls, so an explorer added or converted later is covered as it lands.
 """
 
 import hashlib
+import inspect
 import logging
 import math
 from typing import NamedTuple
@@ -128,7 +130,7 @@ class _Shown(NamedTuple):
         )
 
 
-#: (explorer, style, values) -> what a fresh explorer set to those values shows; a
+#: (explorer, style, values) -> what a fresh explorer showing those values shows; a
 #: fresh explorer is a function of them, so sessions share what they have drawn. Kept
 #: for one explorer's sessions only (its key names it): emptied after each test.
 _FRESH = {}
@@ -139,13 +141,15 @@ def _fresh_key(spec, style, values):
 
 
 def _fresh(spec, style, values, png=False):
-    """What a fresh explorer set to ``values`` shows; with ``png``, also its PNG bytes
+    """What a fresh explorer showing ``values`` shows; with ``png``, also its PNG bytes
     (drawn again: only a failing comparison wants the pixels)."""
     key = _fresh_key(spec, style, values)
     if key not in _FRESH or png:
-        explorer = spec.factory(style=style)
+        # Built with the values its factory takes (one drawing instead of two), the rest set.
+        taken = inspect.signature(spec.factory).parameters
+        explorer = spec.factory(style=style, **{k: v for k, v in values.items() if k in taken})
         try:
-            explorer.set(**values)
+            explorer.set(**{k: v for k, v in values.items() if k not in taken})
             _FRESH[key] = _Shown.of(explorer)
             drawn = explorer.png
         finally:
@@ -231,7 +235,7 @@ def _session(spec):
         def open(self, style):
             self.explorer = spec.factory(style=style)
             self._remember()
-            # Just built, it is a fresh explorer set to its own values: the reference for them.
+            # Just built, it is a fresh explorer showing its own values: the reference for them.
             key = _fresh_key(spec, style, self.explorer.values)
             _FRESH.setdefault(key, _Shown.of(self.explorer))
 
