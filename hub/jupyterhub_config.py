@@ -74,8 +74,20 @@ c.Authenticator.admin_users = {"instructor"}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "home" / "{username}")
 c.Spawner.cmd = [str(SINGLEUSER_VENV / "bin" / "jupyterhub-singleuser")]
+# How long a student's server waits for a new kernel to answer: once before it accepts the
+# notebook's WebSocket, once more after (jupyter_server 2.21's "nudge"). If the kernel has
+# not answered by the end of the second wait, the server drops the socket (an uncaught
+# TimeoutError, no close frame) and a message the page sent meanwhile is lost. Its default,
+# 60 s, is for one kernel on a workstation; thirty kernels starting at once on two cores
+# answered their first request in up to 9 s at a load of 40 (benchmark, 2026-12-03), but a
+# class that has to wait longer must see its kernels late, not lose them.
+KERNEL_INFO_TIMEOUT = int(os.environ.get("ATTENTION_HUB_KERNEL_INFO_TIMEOUT", "300"))
 # Never move to another port than the hub chose (the hub would wait for it, then give up).
-c.Spawner.args = ["--ServerApp.port_retries=0", *(["--allow-root"] if os.geteuid() == 0 else [])]
+c.Spawner.args = [
+    "--ServerApp.port_retries=0",
+    f"--MappingKernelManager.kernel_info_timeout={KERNEL_INFO_TIMEOUT}",
+    *(["--allow-root"] if os.geteuid() == 0 else []),
+]
 c.Spawner.default_url = "/lab"
 # A class arriving at once on two cores: a server may take a while to answer.
 c.Spawner.start_timeout = 180
