@@ -949,6 +949,14 @@ class BrowserStudent:
                 ),
             ]
             self.guard.attach_context(self.context)
+            # JupyterLab's own reconnects of the kernel's WebSocket, as its console says them.
+            self.context.on(
+                "console",
+                lambda m: (
+                    "Connection lost, reconnecting" in m.text
+                    and self.result.setdefault("reconnects_logged", []).append(m.text)
+                ),
+            )
             try:
                 while (job := self._thread_calls.get()) is not None:
                     fn, future = job
@@ -1249,6 +1257,9 @@ def summarize(report: dict, t_start: float) -> dict:
     ]
     report.update(
         socket_drops={n: r["socket_drops"] for n, r in per.items() if r.get("socket_drops")},
+        reconnects_logged={
+            n: r["reconnects_logged"] for n, r in per.items() if "reconnects_logged" in r
+        },
         first_ready_s=ready[0] if ready else None,
         all_ready_s=ready[-1] if ready else None,
         failures=failures,
@@ -1587,6 +1598,7 @@ def markdown(runs: list[dict], meta: dict) -> str:
             ("Edits lost", run["edits_lost"]),
             ("Kernel WebSockets that closed (JupyterLab's reconnect)", run["socket_drops"]),
             ("Kernel WebSockets that closed in the faults", run.get("socket_drops_in_faults")),
+            ("JupyterLab's reconnects in Chromium (its console)", run["reconnects_logged"]),
         ]:
             if items:
                 lines += [f"{heading}:", "", *[f"- {n}: {e}" for n, e in items.items()], ""]
@@ -1631,6 +1643,10 @@ def table_rows(run: dict) -> list[tuple[str, str]]:
         ("edits lost", sum(len(v) for v in run["edits_lost"].values())),
         ("students who hit an error", len(run["failures"])),
         ("kernel WebSockets that closed: reopened / not", f"{reopened} / {len(drops) - reopened}"),
+        (
+            "JupyterLab's reconnect attempts in Chromium (its console)",
+            sum(map(len, run["reconnects_logged"].values())),
+        ),
         ("server per student, RSS / PSS (median)", f"{_mem(server, statistics.median)} MiB"),
         (
             f"kernel after 02 and {run['moves']} moves, RSS / PSS: median (max)",
