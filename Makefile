@@ -14,6 +14,17 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 setup: $(STAMP)
 
+# Test-only: PyTorch, which notebook 03 and its tests compare attention_lib with
+# (requirements-torch.txt, about 750 MB). The targets that test or execute notebooks install
+# it, so stored outputs are what CI computes; `make lab` does not.
+TEST_STAMP := $(VENV)/.attention-test-installed
+.PHONY: test-setup
+test-setup: $(TEST_STAMP)
+$(TEST_STAMP): requirements-torch.txt constraints.txt | $(STAMP)
+	@if [ -e $(VENV)/.made-by-make ]; then \
+	  $(BIN)/python -m pip install -r requirements-torch.txt -c constraints.txt && touch $@; \
+	else echo "$(VENV) was not made by this Makefile: install requirements-torch.txt into it yourself"; fi
+
 # Install only into a venv this Makefile created (marked by .made-by-make), never into
 # one passed in with VENV=: a shared venv must not be flipped to this checkout by -e.
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -106,7 +117,7 @@ class-smoke: setup | hub-tests
 # notebooks per worker (--dist loadfile): one notebook's cells share one kernel.
 # Every benchmark's --smoke is a test (tests/test_bench_smoke.py), so it runs beside
 # the others instead of after them, one at a time.
-test-fast: setup
+test-fast: setup test-setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(PYTEST) -m "not browser and not hub" -n $(WORKERS)
@@ -117,7 +128,7 @@ else
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 endif
 
-execute: setup
+execute: setup test-setup
 	$(BIN)/python scripts/execute_notebooks.py $(NB)
 
 # The solutions notebook is the master; the student notebook is generated from it
