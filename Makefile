@@ -41,12 +41,14 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 # JUPYTER_CONFIG_PATH outranks ~/.jupyter for the few options it sets; settings a user saves in
 # JupyterLab still win, and so does a JUPYTER_CONFIG_PATH of the caller's. The browser tests
 # start what `make -n lab LAB_ROOT=<their copy>` prints, adding only a port and a token.
+# It opens where the series starts (LAB_START, a path under LAB_ROOT), not on the launcher.
 LAB_ROOT ?= notebooks
+LAB_START ?= 01_soft_lookup.ipynb
 lab: setup
 	mkdir -p $(LAB_ROOT)
 	JUPYTER_CONFIG_PATH=$(if $(JUPYTER_CONFIG_PATH),$(JUPYTER_CONFIG_PATH):)$(CURDIR)/etc/jupyter \
 	  $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_ROOT) --ServerApp.ip=127.0.0.1 \
-	  $(if $(filter 0,$(shell id -u)),--allow-root)
+	  --LabApp.default_url=/lab/tree/$(LAB_START) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Board mode (docs/teaching.md): Voila on 127.0.0.1 with the board template of
 # share/jupyter/voila/templates/board, so no page asks a CDN for anything. NB= serves one
