@@ -3,9 +3,10 @@
 A student's server waits ``kernel_info_timeout`` for a new kernel to answer, once before it
 accepts the notebook's WebSocket and once after; a kernel still silent at the end of the
 second wait makes the server drop the socket (no close frame): the ``WebSocketClosedError``
-two students of a class of 30 arriving at once met on two cores. Here one student's kernel
-starts 12 s late while the server waits 3 s: the socket drops, the simulated student
-reconnects as JupyterLab does, the drop is reported, and the cell runs.
+students of a class of 30 arriving at once met on two cores, when a kernel never started
+(``own_addresses`` in ``hub/jupyterhub_config.py``). Here one student's kernel starts 12 s
+late while the server waits 3 s: the socket drops, the simulated student reconnects as
+JupyterLab does, the drop is reported, and the cell runs.
 
 Needs ``make hub-setup``; skips without it unless ``ATTENTION_REQUIRE_HUB=1`` (``.ci/run``).
 """
