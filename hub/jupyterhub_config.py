@@ -82,8 +82,10 @@ c.Spawner.cmd = [str(SINGLEUSER_VENV / "bin" / "jupyterhub-singleuser")]
 # TimeoutError, no close frame) and what the page sent meanwhile is lost. Thirty kernels
 # starting at once on two cores answered within 10 s at a load of 42 (benchmark,
 # 2026-12-03), well inside the default 60 s; the one that did not had never started (see
-# own_addresses). 300 s: a kernel slowed by a busier class is waited for, not dropped; the
-# cost is that one that never starts is given up on later.
+# own_addresses). 300 s: a kernel slowed by a busier class is waited for before the socket
+# opens, not dropped after 120 s; the cost is that one that never answers is given up on
+# later (after 300 s, then within 90 s: the server's ping timeout, as no pong is read
+# during the second wait).
 KERNEL_INFO_TIMEOUT = int(os.environ.get("ATTENTION_HUB_KERNEL_INFO_TIMEOUT", "300"))
 # Never move to another port than the hub chose (the hub would wait for it, then give up).
 c.Spawner.args = [
