@@ -76,9 +76,9 @@ slides: setup
 	  --output-dir build/slides $(NB)
 
 # `make test` is `make test-fast`, the hub's environments, then `make test-browser`, what drives Chromium
-# (CONTRIBUTING.md): the browser tests, the tests marked `hub` (the nbgrader loop) and the
-# simulated class's smoke run (a hub, six students, one in Chromium); the last two skip
-# without the hub's environments unless ATTENTION_REQUIRE_HUB=1. pytest-xdist shares the
+# (CONTRIBUTING.md): the browser tests, the tests marked `hub` (the nbgrader loop, a kernel
+# later than its server waits) and the simulated class's smoke run (a hub, six students, one
+# in Chromium); the last two skip without the hub's environments unless ATTENTION_REQUIRE_HUB=1. pytest-xdist shares the
 # other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs them in this
 # process). The browser tests run on BROWSER_WORKERS processes, a test file at a time
 # (--dist loadfile), each with its own JupyterLab, Voila and Chromium, started only if one
