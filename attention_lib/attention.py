@@ -18,8 +18,10 @@ The backward pass (eqs. 19.3-19.5, listing 19.4) undoes those steps, last first:
 Shapes follow ``(..., T, d)``: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)``,
 ``V (..., T_k, d_v)``; the leading axes broadcast. Masks are boolean (True =
 may read) and act on the scores before softmax. A query row with no readable
-key gets all-zero weights, a zero output and zero gradients, like PyTorch's
-``scaled_dot_product_attention`` (torch 2.13 on the CPU; notebook 03 checks it).
+key gets all-zero weights, a zero output and zero gradients: a convention, since
+a softmax over no keys is undefined. PyTorch's ``scaled_dot_product_attention``
+gives such a row a zero output as well (torch 2.13 on the CPU, checked in
+notebook 03); other versions and devices promise nothing.
 
 Two paths, one contract. Each public function checks its input at the door
 (:mod:`attention_lib._validation`), and then its body is the chapter's listing,
