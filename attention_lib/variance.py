@@ -17,7 +17,7 @@ from ._validation import as_float_array, require_whole_number
 from .attention import attention_scores, masked_softmax
 
 # Rows per chunk are chosen so that one chunk of Q (or K) holds about this many
-# float64 numbers (8 MB): memory stays flat even at width 4096.
+# float64 numbers (8 MiB): memory stays flat even at width 4096.
 _CHUNK_ELEMENTS = 1 << 20
 
 
