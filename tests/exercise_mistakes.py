@@ -760,9 +760,8 @@ def central_right(f, X, h=None):
     return grad
 
 
-def central_on_copies(f, X, h=None):
-    """Right, written differently: two fresh copies per entry, a default step of 1e-5."""
-    h = 1e-5 if h is None else h
+def on_copies(f, X, h):
+    """Central differences on two fresh copies per entry."""
     grad = np.empty_like(X)
     for index in np.ndindex(X.shape):
         up, down = X.copy(), X.copy()
@@ -770,6 +769,11 @@ def central_on_copies(f, X, h=None):
         down[index] -= h
         grad[index] = (f(up) - f(down)) / (2 * h)
     return grad
+
+
+def central_on_copies(f, X, h=None):
+    """Right, written differently: two fresh copies per entry, a default step of 1e-5."""
+    return on_copies(f, X, 1e-5 if h is None else h)
 
 
 def central_flat_view(f, X, h=None):
@@ -1756,13 +1760,7 @@ class Red2LogSumExpCache(StudentAttention):
 
 # ---------------- 19.4 (c)
 def red2_c_h_none_unhandled(f, X, h=None):  # WRONG: h=None reaches the arithmetic
-    grad = np.empty_like(X)
-    for index in np.ndindex(X.shape):
-        up, down = X.copy(), X.copy()
-        up[index] += h
-        down[index] -= h
-        grad[index] = (f(up) - f(down)) / (2 * h)
-    return grad
+    return on_copies(f, X, h)
 
 
 red2_c_sqrt_eps = central_step(math.sqrt(np.finfo(np.float64).eps))  # WRONG: 1.5e-8 < 1e-7

@@ -24,6 +24,7 @@ from attention_lib import (
 from attention_lib.exercises import (
     ExerciseReport,
     Finding,
+    _attention_probes,
     _report,
     check_exercise_19_1,
     check_exercise_19_2,
@@ -589,7 +590,7 @@ def test_19_4_float32_results_keep_float32_or_get_a_note():
 def test_19_4_modelled_mistakes_differ_far_beyond_the_float32_tolerance():
     # scores of several hundred saturate every row: there a scale changes nothing
     for spec in (s for s in masked_attention.PROBES if s.scores == "ordinary"):
-        p = masked_attention.probe(spec)
+        p = _attention_probes.probe(spec)
         for record in masked_attention.MISTAKES.values():
             with np.errstate(all="ignore"):  # a model may divide by a row sum of 0
                 models = record.model(p) if record.model else None

@@ -130,6 +130,7 @@ def _records(section, default_hint):
 
 
 SHARED = _records("shared", "")
+HINTS = CATALOGUE["hints"]  # where to read, by topic
 NOTES = frozenset(
     {"float64_demoted", "float32_promoted", "own_pair_judged", "own_pair_not_attempted"}
     | {"own_pair_not_judged"}
@@ -165,6 +166,11 @@ class Mistakes(dict):
 
     def stop(self, name, message=None, **context):
         return Stop(self.finding(name, message, **context))
+
+    def checked(self, section="", **context):
+        """The ✓ lines of a passing report, filled with ``context``."""
+        key = self.exercise.replace(".", "_") + self.part + section
+        return [_text(line).format(**context) for line in CATALOGUE["checked"][key]]
 
     def match(self, answer, probe, tol, names=None):
         """The first mistake whose model ``answer`` matches on ``probe`` (within ``tol``)."""
@@ -383,7 +389,9 @@ class Student:
             raise stop("raised", message, explain, error, hint) from None
         if not returned:
             self._runner = None
-            raise Stop(_timed_out(name, where, still_running=not result))
+            own = function_name(function, name)
+            what = f"`{name}`" if own in (name, "<lambda>") else f"`{own}` (your `{name}`)"
+            raise Stop(_timed_out(what, where, still_running=not result))
         self._answered.add(name)
         self._require_unchanged(name, label)
         self._require_global_rng_untouched(name, global_rng)
@@ -488,7 +496,7 @@ class Student:
         return None
 
 
-def _timed_out(name, where, still_running):
+def _timed_out(what, where, still_running):
     limit = f"{TIME_LIMIT:g} s of computing (or {WALL_LIMIT:g} s of waiting)"
     after = (
         "It may still be running in the background (inside one long NumPy call, or catching "
@@ -498,7 +506,7 @@ def _timed_out(name, where, still_running):
     )
     return Finding(
         "timed_out",
-        f"`{name}` did not return within {limit}{where}: a loop that never ends (a `while` "
+        f"{what} did not return within {limit}{where}: a loop that never ends (a `while` "
         f"whose condition never changes, an index that is never advanced?). {after}",
     )
 
@@ -613,11 +621,6 @@ def matches(answer, model, tol):
     if model.shape != np.shape(answer) or not np.all(np.isfinite(model)):
         return False
     return relative_error(answer, model) < tol
-
-
-def first_match(answer, models, tol):
-    """Name of the first (name, model) pair ``answer`` matches, or None."""
-    return next((name for name, model in models if matches(answer, model, tol)), None)
 
 
 def shape_of(value):

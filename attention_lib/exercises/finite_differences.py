@@ -30,7 +30,8 @@ import numpy as np
 from .. import pitfalls
 from ..attention import attention_backward, attention_forward
 from ..gradcheck import numerical_gradient, relative_error
-from ..masks import causal_mask, padding_mask
+from ..masks import causal_mask
+from ._attention_probes import Spec, inputs
 from ._harness import (
     FLOAT64_TOLERANCE,
     Mistakes,
@@ -47,7 +48,6 @@ __all__ = ["check_exercise_19_4c"]
 STEP_RANGE = (1e-7, 1e-3)
 _GRAD_NAMES = ("grad_Q", "grad_K", "grad_V")
 _CAUGHT = 1e-2  # the planted sign error's relative error is 0.2-0.6 on the probe
-_HINT = "chapter 19.3 (the tests check against finite differences); notebook 04_backward.ipynb"
 
 
 MISTAKES = Mistakes("19.4", "c")
@@ -80,26 +80,17 @@ class _Recorder:
 
 
 def _attention_inputs(problem="causal"):
-    """Q, K, V, mask and an output gradient for one of ``GRADIENT_PROBLEMS``."""
-    rng = np.random.default_rng(1949 + GRADIENT_PROBLEMS.index(problem))
-    lead, T_q, T_k, d_v = {
-        "causal": ((), 5, 5, 3),
-        "rectangular": ((), 3, 6, 2),
-        "padding": ((2, 2), 3, 4, 3),
-        "no mask": ((), 4, 4, 5),
-        "empty row": ((), 4, 4, 3),
-    }[problem]
-    Q, K = rng.standard_normal((*lead, T_q, 4)), rng.standard_normal((*lead, T_k, 4))
-    V, grad_output = rng.standard_normal((*lead, T_k, d_v)), rng.standard_normal((*lead, T_q, d_v))
-    mask = causal_mask(T_q, T_k)
-    if problem == "padding":
-        mask = padding_mask(np.arange(T_k) < np.array([[T_k], [T_k - 2]]), heads=True)
-    elif problem == "empty row":
-        mask[1] = False
-    return Q, K, V, None if problem == "no mask" else mask, grad_output
+    """Q, K, V, mask and an output gradient (float64) for one of ``GRADIENT_PROBLEMS``."""
+    return inputs(GRADIENT_PROBLEMS[problem])
 
 
-GRADIENT_PROBLEMS = ("causal", "rectangular", "padding", "no mask", "empty row")
+GRADIENT_PROBLEMS = {
+    "causal": Spec((), 5, 5, 4, 3),
+    "rectangular": Spec((), 3, 6, 4, 2),
+    "padding": Spec((2, 2), 3, 4, 4, 3, "padding"),
+    "no mask": Spec((), 4, 4, 4, 5, "None"),
+    "empty row": Spec((), 4, 4, 4, 3, "empty row"),
+}
 
 
 def _attention_loss(name):
@@ -180,71 +171,32 @@ def _nudges(calls, X):
 
 def _structure_finding(calls, X, label):
     """A finding about where f was evaluated, or None when each entry moved by +h and -h alone."""
+    finding = functools.partial(MISTAKES.finding, label=label, size=X.size)
     if not calls:
-        return MISTAKES.finding(
-            "f_not_called",
-            f"central_difference never calls f ({label}): the numerical gradient comes from the "
-            "values f(X + h e_i) and f(X - h e_i).",
-        )
+        return finding("f_not_called")
     dtypes = {call.dtype for call in calls}
     if dtypes != {np.dtype(np.float64)}:
-        return _float32(f"f is called with arrays of dtype {', '.join(map(str, dtypes))}")
+        return finding("float32_arithmetic", what=f"f is called with arrays of {dtypes.pop()}")
     offsets = _nudges(calls, X)
     moved = [np.flatnonzero(offset) for offset in offsets]
-    several = [
-        (offset, entries)
-        for offset, entries in zip(offsets, moved, strict=True)
-        if entries.size > 1
-    ]
+    several = [entries for entries in moved if entries.size > 1]
+    if several and several[0].size == X.size and not any(m.size == 1 for m in moved):
+        return finding("all_entries_at_once")
     if several:
-        offset, entries = several[0]
-        if entries.size == X.size and not any(m.size == 1 for m in moved):
-            return MISTAKES.finding(
-                "all_entries_at_once",
-                f"central_difference moves every entry of X at once ({label}): f(X + h) - f(X - h) "
-                "is the slope along the diagonal, the same number for every entry. Move one "
-                "entry at a time (for index in np.ndindex(X.shape)).",
-            )
-        rows = {index[0] for index in zip(*np.unravel_index(entries, X.shape), strict=True)}
-        if X.ndim > 1 and len(rows) == 1 and entries.size == X[0].size:
-            return MISTAKES.finding(
-                "whole_row_nudged",
-                f"central_difference moves a whole row of X at once ({label}): for a 2-D or "
-                "larger X, `X[i] += h` moves every entry of row i. Index one entry, "
-                "`X[index]` with index from np.ndindex(X.shape) (or use X.flat / X.reshape(-1)).",
-            )
-        return MISTAKES.finding(
-            "not_restored",
-            f"an entry is not put back after its nudge ({label}): f is evaluated where earlier "
-            "entries are still moved, so every later entry's difference is taken at another "
-            "point, and X comes back changed. Save the entry, nudge it, then write the saved "
-            "value back.",
-        )
+        rows = set(np.unravel_index(several[0], X.shape)[0]) if X.ndim else set()
+        whole_row = X.ndim > 1 and len(rows) == 1 and several[0].size == X[0].size
+        what = "f is evaluated where earlier entries are still moved"
+        return finding("whole_row_nudged") if whole_row else finding("not_restored", what=what)
     signs = {}
     for offset, entries in zip(offsets, moved, strict=True):
         if entries.size == 1:
             signs.setdefault(int(entries[0]), set()).add(np.sign(offset.flat[entries[0]]))
     if not signs:
-        return MISTAKES.finding(
-            "aliased_copies",
-            f"f is only ever evaluated at X itself ({label}): every nudge is undone before f "
-            "sees it. `X_plus = X` makes no copy, so X_plus and X_minus are one array with X; "
-            "use `X.copy()`, or nudge, evaluate, and only then move on.",
-        )
+        return finding("aliased_copies")
     if len(signs) < X.size:
-        return MISTAKES.finding(
-            "entries_skipped",
-            f"only {len(signs)} of the {X.size} entries of X are nudged ({label}): visit every "
-            "index of X, whatever its number of axes (np.ndindex(X.shape)).",
-        )
+        return finding("entries_skipped", nudged=len(signs))
     if any(len(entry_signs) < 2 for entry_signs in signs.values()):
-        return MISTAKES.finding(
-            "one_sided",
-            f"the difference is one-sided ({label}): f is evaluated at X and at X + h e_i (or "
-            "X - h e_i), not at both X + h e_i and X - h e_i. A one-sided difference has an "
-            "error that shrinks like h, a central one like h² (notebook 04's explorer draws "
-            "both): `(f(X + h e_i) - f(X - h e_i)) / (2 h)`.",
-        )
+        return finding("one_sided")
     return None
 
 
@@ -255,43 +207,17 @@ def _steps_used(calls, X):
     return float(sizes.min()), float(sizes.max())
 
 
-def _float32(what):
-    return MISTAKES.finding(
-        "float32_arithmetic",
-        f"{what}: central differences need float64. A difference of two nearly equal losses "
-        "keeps only the digits the losses do not share, fewer the smaller h is: float32 "
-        "(eps 1.2e-7) has about 7 to lose, hardly one left at h = 1e-6; float64 (eps 2.2e-16) "
-        "keeps about 10 there.",
-    )
-
-
 def _restored(X_after, X, h, label):
     """X must come back exactly as it was; round-off of x + h - h has its own finding."""
     if X_after.shape == X.shape and np.array_equal(X_after, X):
         return
-    if X_after.shape != X.shape:  # X.shape = ... or X.resize(...) in place
-        change = np.full(X.shape, np.inf)
-    else:
-        change = np.abs(X_after.astype(np.float64) - X)
+    same_shape = X_after.shape == X.shape  # else: X.shape = ... or X.resize(...) in place
+    change = np.abs(X_after.astype(np.float64) - X) if same_shape else np.full(X.shape, np.inf)
     if np.all(change <= _roundoff(X, h)):
-        raise Stop(
-            MISTAKES.finding(
-                "restored_with_roundoff",
-                f"X comes back changed in its last bits at {np.count_nonzero(change)} of its "
-                f"{X.size} entries ({label}): `X[i] += h` then `X[i] -= h` does not always give "
-                "X[i] back in floating point (0.1 + 1e-5 - 1e-5 is not 0.1), and X must come "
-                "back exactly as it was given: the caller's Q, K or V would drift a little with "
-                "every check. Save the entry, nudge it, then write the saved value back.",
-            )
-        )
-    raise Stop(
-        MISTAKES.finding(
-            "not_restored",
-            f"X comes back changed ({label}, by up to {np.max(change):.1g}): an entry is "
-            "not put back after its nudge. A caller's array must not change: save "
-            "the entry, nudge it, evaluate f, then write the saved value back.",
-        )
-    )
+        count = np.count_nonzero(change)
+        raise MISTAKES.stop("restored_with_roundoff", count=count, size=X.size, label=label)
+    what = f"X comes back changed, by up to {np.max(change):.1g}"
+    raise MISTAKES.stop("not_restored", what=what, label=label)
 
 
 def _differences(function, X, h):
@@ -320,28 +246,18 @@ def _explain(recorder, X, h, label, name, message, error):
     """The student's exception on this probe, named by what the probe asks of the function."""
     if isinstance(error, _WrongShape):
         return MISTAKES.finding(
-            "f_called_with_wrong_shape",
-            f"f is called with an array of shape {recorder.calls[-1].shape} ({label}): call it "
-            "with an array of X's own shape, one entry changed.",
+            "f_called_with_wrong_shape", shape=recorder.calls[-1].shape, label=label
         )
     if (
         isinstance(error, TypeError)
         and h is None
-        and any(w in str(error) for w in ("argument", "NoneType"))
+        and ("argument" in str(error) or "None" in str(error))
     ):
         return MISTAKES.finding(
-            "no_default_step",
-            f"central_difference fails when h is None ({label}): {message.split(' raised ', 1)[-1]}"
-            "\nGive h a default that applies to an explicit h=None too: "
-            "`def central_difference(f, X, h=None):` and `if h is None: h = ...` inside.",
+            "no_default_step", label=label, error=message.split(" raised ", 1)[-1]
         )
     if isinstance(error, IndexError | TypeError):
-        return MISTAKES.finding(
-            "flat_index",
-            f"{message}\nX may have any number of axes, here {X.ndim}: an index such as `X[i]` "
-            "with i up to X.size, or a loop over X.shape[0] and X.shape[1], assumes one. Visit "
-            "every entry with `for index in np.ndindex(X.shape)` (or X.flat).",
-        )
+        return MISTAKES.finding("flat_index", relation=message, ndim=X.ndim)
     return None
 
 
@@ -373,70 +289,29 @@ def _check_one(student, central_difference, name, function, X, reference, step_f
     smallest, step = _steps_used(recorder.calls, X)
     _restored(given, X, step, label)
     result = as_result(value, f"central_difference(f, X) {label}", X.shape)
-    if result.dtype.kind in "iu":
-        raise Stop(
-            MISTAKES.finding(
-                "integer_result",
-                f"central_difference returns {result.dtype} ({label}): the gradient array was "
-                "made with an integer dtype (`np.zeros(X.shape, dtype=int)`?), so every entry is "
-                "cut to a whole number as it is stored. Make it float64: `np.zeros(X.shape)`.",
-            )
-        )
+    stop = functools.partial(MISTAKES.stop, label=label, step=step)
     if result.dtype != np.float64:
-        raise Stop(_float32(f"central_difference returns {result.dtype} ({label})"))
+        if result.dtype.kind in "iu":
+            raise stop("integer_result", dtype=result.dtype)
+        raise stop("float32_arithmetic", what=f"central_difference returns {result.dtype}")
     if not math.isclose(smallest, step, rel_tol=1e-3):
-        raise Stop(
-            MISTAKES.finding(
-                "uneven_step",
-                f"central_difference moves the entries by different amounts, from "
-                f"{smallest:.2g} to {step:.2g} ({label}): move every entry by the same h "
-                "(a step scaled by |x| is another method, not the one asked for here).",
-            )
-        )
+        raise stop("uneven_step", smallest=smallest)
     if h is not None and not math.isclose(step, h, rel_tol=1e-3):
-        raise Stop(
-            MISTAKES.finding(
-                "ignores_h",
-                f"central_difference moves each entry by {step:.1g} when it is given h = {h:g} "
-                f"({label}): use the step it is given, and your own only when h is None.",
-            )
-        )
-    error = relative_error(result, reference)
+        raise stop("ignores_h", h=h)
+    size = relative_error(result, reference)
     if h is None and not STEP_RANGE[0] <= step <= STEP_RANGE[1]:
-        too_large = step > STEP_RANGE[1]
-        raise Stop(
-            MISTAKES.finding(
-                "step_too_large" if too_large else "step_too_small",
-                f"your default step h = {step:.1g} lies {'above' if too_large else 'below'} "
-                f"{STEP_RANGE[1 if too_large else 0]:.0e}, outside the range the exercise "
-                f"states ({label}; relative error {error:.1g} against the library's, which may "
-                "be small on this f and not on another): in float64 a central difference's "
-                "truncation error grows like h², and its round-off error like 1e-16 |f| / h; "
-                "about 1e-6 to 1e-5 balances the two (notebook 04's explorer).",
-            )
-        )
-    if error >= FLOAT64_TOLERANCE:
+        raise stop("step_too_large" if step > STEP_RANGE[1] else "step_too_small", error=size)
+    if size >= FLOAT64_TOLERANCE:
         mistake = MISTAKES.match(result, _differences(function, X, step), FLOAT64_TOLERANCE)
         if mistake == "float32_arithmetic":
-            raise Stop(_float32(f"the values of f are rounded to float32 ({label})"))
+            raise stop(mistake, what="the values of f are rounded to float32")
         if mistake is not None:
-            raise Stop(MISTAKES.finding(mistake, MISTAKES[mistake].message + f" ({label})."))
+            raise Stop(MISTAKES.finding(mistake, f"{MISTAKES[mistake].message} ({label})."))
         kind, words = relation(result, reference, FLOAT64_TOLERANCE) or (None, None)
-        name = {"zero": "gradient_all_zero", "sign": "sign_flipped", "factor": "off_by_factor"}
-        why = {
-            "off_by_factor": "`(f(X + h e_i) - f(X - h e_i)) / (2 h)` has no other factor",
-            "sign_flipped": "it is f(X + h e_i) - f(X - h e_i), the value after the step up "
-            "minus the value after the step down",
-        }
-        name = name.get(kind, "wrong_rows" if kind else "wrong_gradient")
-        words = words or (
-            f"differs from attention_lib's numerical_gradient (relative error {error:.2g}) and "
-            "matches none of the usual mistakes"
-        )
-        extra = why.get(
-            name, "is every entry nudged by +h and -h, and each difference divided by 2h?"
-        )
-        raise MISTAKES.stop(name, f"your gradient {words} ({label}): {extra}.")
+        names = {"zero": "gradient_all_zero", "sign": "sign_flipped", "factor": "off_by_factor"}
+        name = names.get(kind, "wrong_rows" if kind else "wrong_gradient")
+        words = words or f"differs from the library's (relative error {size:.2g}), no known mistake"
+        raise stop(name, relation=words)
     return result, step
 
 
@@ -461,28 +336,9 @@ def _check_central_difference(student, central_difference):
     catches = min(relative_error(a, n) for a, n in zip(planted[:2], numeric[:2], strict=True))
     # Implied by the agreement above, up to its tolerance; checked, since the line says so.
     if not passes or catches <= _CAUGHT:
-        raise Stop(
-            MISTAKES.finding(
-                "misjudges_attention",
-                "with your central_difference on the attention loss, attention_backward (right) "
-                "must agree to 1e-6 and pitfalls.attention_backward_with_sign_error (wrong) must "
-                "not; here one of them does not, although it agrees with the library on each "
-                "probe: look at its precision.",
-            )
-        )
+        raise MISTAKES.stop("misjudges_attention")
     shapes = ", ".join(str(X.shape) for _, _, X, _, _ in _probes()[:6])
-    return [
-        f"agrees with attention_lib's numerical_gradient (relative error below "
-        f"{FLOAT64_TOLERANCE:.0e}) on smooth functions of arrays of shapes {shapes} (the last "
-        "a view that is not contiguous) and on the attention loss, where it passes "
-        "attention_backward and catches pitfalls.attention_backward_with_sign_error",
-        "central: each entry is moved by +h and by -h, one at a time",
-        "uses the step h it is given (1e-4, 1e-5 and 3e-6, by keyword and by position); its "
-        f"default step, {steps[0]:.0e} (h left out or h=None), lies within "
-        f"{STEP_RANGE[0]:.0e}..{STEP_RANGE[1]:.0e}",
-        "computes in float64",
-        "X comes back exactly as it was given",
-    ]
+    return MISTAKES.checked(shapes=shapes, step=steps[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -578,14 +434,7 @@ def _read_errors(value, label):
     )
     items = list(value) if is_sequence else []
     if any(isinstance(item, bool | np.bool_) for item in items):
-        raise Stop(
-            MISTAKES.finding(
-                "returns_verdicts",
-                f"gradient_errors {label} returns True/False verdicts (np.allclose?), not the "
-                "relative errors: return the three numbers, and compare them with a tolerance "
-                "where you judge them.",
-            )
-        )
+        raise MISTAKES.stop("returns_verdicts", label=label)
     if len(items) == 3 and all(np.ndim(item) == 0 for item in items):
         try:
             return np.array([float(item) for item in items])
@@ -608,9 +457,7 @@ def _read_errors(value, label):
 
 
 def _verdicts(errors):
-    return ", ".join(
-        f"{n} {e:.2g}" for n, e in zip(("grad_Q", "grad_K", "grad_V"), errors, strict=True)
-    )
+    return ", ".join(f"{n} {e:.2g}" for n, e in zip(_GRAD_NAMES, errors, strict=True))
 
 
 def _check_gradient_errors(student, gradient_errors):
@@ -629,61 +476,22 @@ def _check_gradient_errors(student, gradient_errors):
             says, is_right = errors < FLOAT64_TOLERANCE, truth < FLOAT64_TOLERANCE
             if np.array_equal(says, is_right):
                 continue
+            stop = functools.partial(MISTAKES.stop, label=label, errors=_verdicts(errors))
             if planted == "attention_backward":
-                raise MISTAKES.stop(
-                    "rejects_correct_backward",
-                    f"gradient_errors rejects attention_backward, which is right ({label}): it "
-                    f"returns {_verdicts(errors)}. Is the loss whose numerical gradient you take "
-                    "`sum(grad_output * output)`, the one whose gradient backward returns, with "
-                    "the mask it is given, and do you compare each gradient with the numerical "
-                    "gradient of its own input?",
-                )
+                raise stop("rejects_correct_backward")
             if any(
-                np.array_equal(says[list(order)], is_right)
-                for order in ((2, 1, 0), (1, 0, 2), (0, 2, 1))
+                np.array_equal(says[list(o)], is_right) for o in ((2, 1, 0), (1, 0, 2), (0, 2, 1))
             ):
-                raise MISTAKES.stop(
-                    "errors_wrong_order",
-                    f"gradient_errors returns its errors in another order ({label}): it gives "
-                    f"{_verdicts(errors)}, but the wrong gradients are "
-                    f"{', '.join(n for n, r in zip(_GRAD_NAMES, is_right, strict=True) if not r)}. "
-                    "Return (error of grad_Q, of grad_K, of grad_V), in the order backward "
-                    "returns them.",
-                )
-            raise MISTAKES.stop(
-                "misses_planted_bug",
-                f"gradient_errors gets its verdicts on {planted} wrong ({label}): it returns "
-                f"{_verdicts(errors)}, where the true relative errors are {_verdicts(truth)}. "
-                "Compare the gradients backward returns with the numerical ones, each with its "
-                "own input's.",
-            )
-    wrong = said["causal", "the planted sign error"]
-    scaled = _errors(
-        student,
-        gradient_errors,
-        PLANTED["the planted sign error"],
-        "causal",
-        "for the planted sign error, loss times 1e6",
-        1e6,
-    )
-    if not np.allclose(scaled[:2], wrong[:2], rtol=1e-2):
-        raise MISTAKES.stop(
-            "not_relative",
-            "gradient_errors is not a relative error: with the loss multiplied by 1e6 its errors "
-            f"for the planted bug are {scaled[0]:.2g} for grad_Q, where they are {wrong[0]:.2g}. "
-            "A relative error, such as ||a - n|| / (||a|| + ||n||) "
-            "(attention_lib.relative_error), does not change when the loss is scaled, so one "
-            "tolerance serves every problem.",
-        )
-    return [
-        "gradient_errors gives the true verdict (below 1e-06 or not) for each gradient of "
-        f"{len(PLANTED)} backward passes (attention_backward, the planted sign error, one wrong in "
-        "grad_V alone, one that ignores the mask, one that applies a causal mask of its own) on "
-        f"{len(GRADIENT_PROBLEMS)} problems "
-        f"({', '.join(GRADIENT_PROBLEMS)}); the errors are relative (unchanged when the loss is "
-        "scaled by 1e6)",
-        "gradient_errors leaves Q, K, V, mask and grad_output unchanged",
-    ]
+                wrong = ", ".join(n for n, r in zip(_GRAD_NAMES, is_right, strict=True) if not r)
+                raise stop("errors_wrong_order", wrong=wrong)
+            raise stop("misses_planted_bug", planted=planted, truth=_verdicts(truth))
+    error = said["causal", "the planted sign error"][0]
+    label = "for the planted sign error, loss times 1e6"
+    sign_error = PLANTED["the planted sign error"]
+    scaled = _errors(student, gradient_errors, sign_error, "causal", label, 1e6)[0]
+    if not math.isclose(scaled, error, rel_tol=1e-2):
+        raise MISTAKES.stop("not_relative", scaled=scaled, error=error)
+    return MISTAKES.checked("_gradient_errors", problems=", ".join(GRADIENT_PROBLEMS))
 
 
 def _judge_own(student, gradient_errors, forward, backward):
@@ -697,22 +505,13 @@ def _judge_own(student, gradient_errors, forward, backward):
         errors = _read_errors(value, "on your pair")
     except (NotAttempted, Stop) as problem:
         # gradient_errors has run before, so part (a)'s scaffold shows up as "unfinished"
-        if isinstance(problem, Stop) and problem.findings[0].diagnosis == "unfinished":
-            student.note(
-                "own_pair_not_attempted",
-                "your forward and backward of part (a) are not written yet, so only the "
-                "library's and the planted pass were judged.",
-            )
-        else:
-            student.note(
-                "own_pair_not_judged",
-                "your gradient_errors could not judge your own forward and backward of part "
-                "(a) (they raise or return something else); run 19.4 (a)'s checker.",
-            )
+        unwritten = isinstance(problem, Stop) and problem.findings[0].diagnosis == "unfinished"
+        name = "own_pair_not_attempted" if unwritten else "own_pair_not_judged"
+        student.note(name, MISTAKES[name].message)
         return
     text = ", ".join(
         f"{name} {'below 1e-06' if error < FLOAT64_TOLERANCE else f'{error:.2g}'}"
-        for name, error in zip(("grad_Q", "grad_K", "grad_V"), errors, strict=True)
+        for name, error in zip(_GRAD_NAMES, errors, strict=True)
     )
     verdict = (
         "they agree with finite differences"
@@ -720,8 +519,7 @@ def _judge_own(student, gradient_errors, forward, backward):
         else "your backward is wrong where the error is large (19.4 (a)'s checker names it)"
     )
     student.note(
-        "own_pair_judged",
-        f"your gradient_errors on your forward and backward of part (a): {text}: {verdict}.",
+        "own_pair_judged", MISTAKES.finding("own_pair_judged", errors=text, verdict=verdict).message
     )
 
 

@@ -3,27 +3,7 @@
 The student's ``forward(Q, K, V, mask=None) -> (output, cache)`` and
 ``backward(grad_output, cache) -> (grad_Q, grad_K, grad_V)`` run on ``PROBES``,
 fixed and seeded, generated to reach every value of ``AXES``, the axes the
-statement leaves free (tests/test_exercises.py checks that each is reached):
-
-=================  ===================================================================
-axis               values the probes cover
-=================  ===================================================================
-leading axes       none; one (1, 2, 3); two (2 x 1, 2 x 2, 2 x 3, 3 x 2)
-T_q, T_k           1 to 8 and 1 to 7; T_q = T_k, T_q < T_k and T_q > T_k
-d_k, d_v           1 to 64 each (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64), d_k = d_v and not
-mask               left out (``forward(Q, K, V)``), None, causal (T_q, T_k) (query i reads
-                   keys 0..i), a row with no readable key, one readable key per row, all
-                   True, a pattern (T_q, T_k), padding (B, 1, T_k) and (B, 1, 1, T_k), one
-                   per example (B, T_q, T_k), one per example shared by the heads
-                   (B, 1, T_q, T_k)
-dtype              float64, float32
-scores             ordinary (standard normal), tiny (about 0.001), about 850, about -900,
-                   a row at 700 and the others at -80, a blocked score 800 above the
-                   readable ones, 800 and 799 with the rest at -800
-output gradient    on every query; on queries 0 and 1 only
-calls              many in a row with other shapes; three forwards (two of one shape),
-                   then backward on the first cache
-=================  ===================================================================
+statement leaves free (:mod:`._attention_probes` has the table).
 
 Each probe's right output and gradients come from the library
 (:func:`attention_lib.attention_forward`, ``attention_backward``), in float64
@@ -47,19 +27,15 @@ from __future__ import annotations
 import functools
 import math
 import re
-import zlib
-from types import SimpleNamespace
-from typing import NamedTuple
 
 import numpy as np
 
-from ..attention import attention_backward, attention_forward, attention_scores, masked_softmax
-from ..gradcheck import numerical_gradient, relative_error
-from ..masks import causal_mask, padding_mask
+from ..attention import attention_backward, attention_forward, masked_softmax
+from ..gradcheck import relative_error
 from . import softmax_row
+from ._attention_probes import AXES, CACHE_PROBES, MAIN, PROBES, inputs, label, probe
 from ._harness import (
-    FLOAT32_TOLERANCE,
-    FLOAT64_TOLERANCE,
+    HINTS,
     Mistakes,
     Stop,
     accepts_keyword,
@@ -77,228 +53,25 @@ from ._harness import (
     tolerance,
 )
 
-__all__ = ["check_exercise_19_4"]
+__all__ = ["AXES", "PROBES", "check_exercise_19_4"]
 
-_HINT_FORWARD = "chapter 19.1-19.2, eq. 19.1 and listing 19.1; notebooks 01 and 03"
-_HINT_MASK = "chapter 19.2 (masks); notebook 03_masks.ipynb"
-_HINT_BACKWARD = "chapter 19.3, eqs. 19.3-19.5; notebook 04_backward.ipynb"
-_HINT_NUMERICS = "chapter 19.2; notebook 02 and notebook 06 (misconception 3)"
 _GRADS = ("grad_Q", "grad_K", "grad_V")
 # Scores of several hundred carry absolute rounding errors of about 1e3 * eps, which
 # the softmax turns into relative errors of the same size: 1e-3 leaves float32 room.
 _LARGE_SCORE_TOLERANCE = 1e-3
-# Extreme scores: their words, the mistake a failure there is, and why
 _OVERFLOW = "exp overflows above 709 (float64) to inf, and inf / inf is NaN."
 _UNDERFLOW = "exp(-900) is 0 in float64 (nothing below exp(-745) exists): every weight is 0 / 0."
-_EXTREME = {
-    "about 850": ("scores of about 850", "no_max_subtraction", _OVERFLOW),
-    "about -900": ("every readable score at about -900", "no_max_subtraction", _UNDERFLOW),
+_EXTREME = {  # the mistake a failure on these scores is, and why it fails there
+    "about 850": ("no_max_subtraction", _OVERFLOW),
+    "about -900": ("no_max_subtraction", _UNDERFLOW),
     "800 and -800": (
-        "each row's scores at 800, 799 and -800",
         "no_max_subtraction",
         "shifted by anything but its own maximum (its mean, a constant), a row whose scores "
         "lie 1600 apart overflows at the top or underflows at the bottom.",
     ),
-    "rows 780 apart": (
-        "row 0's scores at 700 and the others' at about -80",
-        "global_max_subtraction",
-        "",
-    ),
-    "blocked 800 above": (
-        "a blocked score about 800 above the readable ones",
-        "blocked_score_underflow",
-        "",
-    ),
+    "rows 780 apart": ("global_max_subtraction", ""),
+    "blocked 800 above": ("blocked_score_underflow", ""),
 }
-
-
-class Spec(NamedTuple):
-    """One probe, in the words of ``AXES``; its numbers are seeded from the spec itself."""
-
-    lead: tuple
-    T_q: int
-    T_k: int
-    d_k: int
-    d_v: int
-    mask: str = "causal"
-    scores: str = "ordinary"
-    dtype: str = "float64"
-    grad: str = "every query"
-
-
-MAIN = Spec((), 5, 5, 4, 3)
-PROBES = (
-    MAIN,
-    MAIN._replace(grad="queries 0 and 1"),
-    *(MAIN._replace(scores=scores) for scores in _EXTREME),
-    MAIN._replace(mask="empty row"),
-    Spec((), 3, 6, 4, 3),
-    Spec((), 6, 2, 4, 3),
-    Spec((2,), 5, 5, 4, 3, "padding"),
-    Spec((2, 2), 5, 5, 4, 3),
-    MAIN._replace(mask="None"),
-    MAIN._replace(mask="omitted"),
-    MAIN._replace(dtype="float32"),
-    MAIN._replace(mask="empty row", dtype="float32"),
-    *(MAIN._replace(d_k=k, d_v=v) for k, v in ((1, 1), (3, 7), (7, 2), (16, 16), (64, 64))),
-    Spec((), 1, 1, 2, 5),
-    Spec((), 1, 7, 6, 9, "every key"),
-    Spec((), 8, 1, 9, 6),
-    *(MAIN._replace(mask=mask) for mask in ("one key", "every key", "pattern")),
-    MAIN._replace(scores="tiny"),
-    Spec((3,), 4, 4, 5, 2, "per example"),
-    Spec((2, 3), 4, 6, 7, 5, "padding"),
-    Spec((3, 2), 2, 5, 8, 4, "shared by heads"),
-    Spec((1,), 1, 3, 6, 2, "padding"),
-    Spec((2, 1), 3, 3, 9, 9, "None"),
-    Spec((3,), 4, 4, 16, 1, "omitted"),
-    Spec((), 7, 3, 64, 4, "None"),
-    Spec((2,), 4, 7, 5, 6, "padding", "about 850"),
-    Spec((2, 2), 3, 4, 2, 16, "causal", "about -900"),
-    Spec((2, 2), 3, 4, 5, 6, "padding", dtype="float32"),
-    Spec((), 6, 6, 3, 64, "pattern", "tiny", "float32"),
-)
-AXES = {
-    "leading axes": ((), (1,), (2,), (3,), (2, 1), (2, 2), (2, 3), (3, 2)),
-    "T_q": (1, 2, 3, 4, 5, 6, 7, 8),
-    "T_k": (1, 2, 3, 4, 5, 6, 7),
-    "d_k": (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64),
-    "d_v": (1, 2, 3, 4, 5, 6, 7, 9, 16, 64),
-    "mask": ("omitted", "None", "causal", "empty row", "one key", "every key", "pattern")
-    + ("padding", "per example", "shared by heads"),
-    "dtype": ("float64", "float32"),
-    "scores": ("ordinary", "tiny", *_EXTREME),
-    "output gradient": ("every query", "queries 0 and 1"),
-}
-# Forwards on these, then backward on the first cache: the second has the first's shape
-# and other numbers (a buffer kept per shape would be overwritten), the third another shape.
-CACHE_PROBES = (Spec((), 3, 6, 4, 3), Spec((), 3, 6, 4, 3, "every key"), PROBES[-6])
-
-
-def _mask(spec, rng):
-    """The mask a spec names, boolean, or None."""
-    lead, T_q, T_k = spec.lead, spec.T_q, spec.T_k
-    if spec.mask in ("None", "omitted"):
-        return None
-    if spec.mask == "padding":  # each example 2 keys fewer than the one before (at least 1)
-        valid = np.maximum(1, T_k - 2 * np.arange(lead[0]) - (lead[0] == 1))
-        return padding_mask(np.arange(T_k) < valid[:, None], heads=len(lead) == 2)
-    if spec.mask in ("per example", "shared by heads", "pattern"):
-        shape = {"per example": lead, "shared by heads": lead[:1] + (1,)}.get(spec.mask, ())
-        mask = rng.random((*shape, T_q, T_k)) < 0.7
-        mask[(-1,) * len(shape) + (0,)] = False  # the last example's first query reads nothing
-        return mask
-    mask = {
-        "one key": np.arange(T_k) == (2 * np.arange(T_q)[:, None] + 1) % T_k,
-        "every key": np.ones((T_q, T_k), dtype=bool),
-    }.get(spec.mask, causal_mask(T_q, T_k))
-    if spec.mask == "empty row":
-        mask[min(2, T_q - 1)] = False
-    return mask
-
-
-def _inputs(spec):
-    """Q, K, V, mask and the output gradient of ``spec``, in its dtype."""
-    rng = np.random.default_rng(zlib.crc32(repr(spec).encode()))
-    lead, root = spec.lead, math.sqrt(spec.d_k)  # scores below are after the scale
-    Q, K = (rng.standard_normal((*lead, T, spec.d_k)) for T in (spec.T_q, spec.T_k))
-    V = rng.standard_normal((*lead, spec.T_k, spec.d_v))
-    grad_output = rng.standard_normal((*lead, spec.T_q, spec.d_v))
-    if spec.scores == "tiny":
-        Q *= 1e-3
-    elif spec.scores in ("about 850", "about -900", "800 and -800"):
-        Q[..., 0], K[..., 0], Q[..., 1:] = (
-            (-900 if "-9" in spec.scores else 850) * root,
-            1,
-            Q[..., 1:] / 100,
-        )
-        if spec.scores == "800 and -800":  # two keys on top, the rest 1600 below: no subnormals
-            Q[..., 0], K[..., 1, 0], K[..., 2:, 0] = 800 * root, 799 / 800, -1
-    elif spec.scores == "rows 780 apart":  # row 0 reads key 0 alone: exactly 700
-        Q[..., 0, :], Q[..., 1:, 0], K[..., 0] = 0, -80 * root, 1
-        Q[..., 0, 0] = 700 * root
-    elif spec.scores == "blocked 800 above":  # the last key, blocked for all but the last query
-        Q[..., 0], K[..., 0], Q[..., -1, 0], K[..., -1, 0] = 1, 0, 0, 800 * root
-    if spec.grad == "queries 0 and 1":
-        grad_output[..., 2:, :] = 0
-    mask = _mask(spec, rng)
-    return (*(a.astype(spec.dtype) for a in (Q, K, V)), mask, grad_output.astype(spec.dtype))
-
-
-class Probe:
-    """One probe's inputs, the right output and gradients, and what the models need."""
-
-    def __init__(self, spec):
-        self.spec = spec
-        self.Q, self.K, self.V, self.mask, self.grad_output = _inputs(spec)
-        self.label = _label(spec, self.Q, self.K, self.V, self.mask)
-        Q, K, V, G = (a.astype(np.float64) for a in (self.Q, self.K, self.V, self.grad_output))
-        self.output, cache = attention_forward(Q, K, V, self.mask, return_cache=True)
-        self.grads = self.analytic = attention_backward(G, cache)
-        if spec == MAIN:  # the first probe's truth: central differences themselves
-            arrays = {"Q": Q, "K": K, "V": V}
-
-            def loss(**arrays):
-                return float(np.sum(G * attention_forward(**arrays, mask=self.mask)))
-
-            self.grads = tuple(numerical_gradient(loss, arrays, name) for name in arrays)
-        self.Q64, self.K64, self.V64, self.G64, self.weights = Q, K, V, G, cache.weights
-        self.raw = attention_scores(Q, K, scaled=False)
-        self.allowed = np.broadcast_to(True if self.mask is None else self.mask, self.raw.shape)
-        self.scaled = self.raw / math.sqrt(spec.d_k)
-        self.step = SimpleNamespace(weights=self.weights, grad_weights=G @ np.swapaxes(V, -1, -2))
-        self.grad_scores, self.root = (
-            softmax_row.softmax_backward_of(self.step),
-            math.sqrt(spec.d_k),
-        )
-        self.extreme, self.square = spec.scores in _EXTREME, spec.T_q == spec.T_k
-        self.where = f"{self.label[0].upper()}{self.label[1:]}:"
-
-    def attend(self, scores, mask=None):
-        mask = self.allowed if mask is None else np.broadcast_to(mask, scores.shape)
-        return masked_softmax(scores, mask) @ self.V64
-
-    def through(self, grad_scores, scale_Q=1.0, scale_K=1.0):
-        """The gradients a ``grad_scores`` gives, the rest of backward right."""
-        grad_K = np.swapaxes(grad_scores, -1, -2) @ self.Q64 * scale_K / self.root
-        return grad_scores @ self.K64 * scale_Q / self.root, grad_K, self.grads[2]
-
-    def own_masks(self):
-        """The causal masks a student may build instead of the one given."""
-        T_q, T_k = self.spec.T_q, self.spec.T_k
-        own = [causal_mask(T_q, T_k), np.tril(np.ones((T_q, T_k), dtype=bool), T_k - T_q)]
-        return own if self.mask is None else [*own, own[0] & self.mask]
-
-
-@functools.cache
-def probe(spec):
-    """The probe of ``spec``, computed once (the checker hands out copies)."""
-    return Probe(spec)
-
-
-def _label(spec, Q, K, V, mask):
-    """'with Q (..), K (..), V (..), <the mask>, <what is special>', for the messages."""
-    shape, T_k = np.shape(mask), f", {spec.T_k}" * (spec.T_q != spec.T_k)
-    words = [f"Q {Q.shape}, K {K.shape}, V {V.shape}"]
-    words += [
-        {
-            "causal": f"mask=causal_mask({spec.T_q}{T_k})",
-            "None": "mask=None",
-            "omitted": "no mask argument, forward(Q, K, V)",
-            "empty row": f"a mask whose row {min(2, spec.T_q - 1)} is all False",
-            "padding": f"a padding mask of shape {shape}",
-            "per example": f"a mask of shape {shape}, one per example",
-            "shared by heads": f"a mask of shape {shape}, shared by the heads",
-            "one key": f"a mask of shape {shape} that lets each query read one key",
-            "every key": f"a mask of shape {shape}, all True",
-        }.get(spec.mask, f"a mask of shape {shape}")
-    ]
-    words += [_EXTREME.get(spec.scores, ("scores of about 0.001",))[0]] * (
-        spec.scores != "ordinary"
-    )
-    words += ["float32 inputs"] * (spec.dtype == "float32")
-    words += ["an output gradient on queries 0 and 1 only"] * (spec.grad != "every query")
-    return "with " + ", ".join(words)
 
 
 def _topic(spec):
@@ -479,20 +252,19 @@ class _Pair:
 
 def _explain(pair, p, backward, name, message, error):
     """A shared finding (an exception, a shape, NaN) on probe ``p``, named by what ``p`` adds."""
-    topic, text, finding = _topic(p.spec), str(error), functools.partial(_found, relation=message)
+    topic, text, finding = (
+        _topic(p.spec),
+        str(error),
+        functools.partial(MISTAKES.finding, relation=message),
+    )
     if p.spec.mask == "omitted" and isinstance(error, TypeError) and "mask" in text:
         return finding("forward_signature", what=f"fails without a mask ({message})")
     if name == "not_finite" and topic in _EXTREME:
         return _extreme(p, message.rstrip(".") + _BACKWARD_ONLY * backward)
     if name == "not_finite" and backward and topic not in _TOPICS:
-        return MISTAKES.finding(
-            name,
-            (
-                f"{message} Forward's output was finite, so the NaN arises in backward: does it "
-                "use "
-                "a blocked score's -inf, or divide 0 by 0, where it needs the weights?"
-            ),
-        )._replace(hint=_HINT_BACKWARD)
+        why = "Forward's output was finite, so the NaN arises in backward: does it use a blocked"
+        why += " score's -inf, or divide 0 by 0, where it needs the weights?"
+        return MISTAKES.finding(name, f"{message} {why}")._replace(hint=HINTS["backward"])
     if name not in ("raised", "wrong_shape", "not_finite"):
         return None
     if isinstance(error, ValueError) and "axes don't match" in text and _FIXED_AXES.search(message):
@@ -512,10 +284,6 @@ def _explain(pair, p, backward, name, message, error):
     return None
 
 
-def _found(name, **context):
-    return MISTAKES.finding(name, **context)
-
-
 _BACKWARD_ONLY = " (your forward is right here; backward does not survive these scores)"
 
 
@@ -525,7 +293,7 @@ def _in_batch(pair, p, words):
     if line is None:
         return _in_topic(pair, p, words)
     shape = p.K.shape
-    return _found(
+    return MISTAKES.finding(
         "batch_axes",
         relation=words,
         shape=shape,
@@ -537,20 +305,16 @@ def _in_batch(pair, p, words):
 
 def _in_topic(pair, p, words):
     """A failure on a probe that adds something (a width, an axis, no mask ...), in its words."""
+    right = f"on the {len(pair.passed)} probes before"
     if p.spec.lead:
-        right = (
-            "with other leading axes"
-            if any(s.lead for s in pair.passed)
-            else ("without leading axes")
-        )
-    else:
-        right = f"on the {len(pair.passed)} probes before"
-    return _found(_TOPICS[_topic(p.spec)], relation=words, right=right, label=p.label)
+        others = any(spec.lead for spec in pair.passed)
+        right = "with other leading axes" if others else "without leading axes"
+    return MISTAKES.finding(_TOPICS[_topic(p.spec)], relation=words, right=right, label=p.label)
 
 
 def _extreme(p, words):
-    _, name, why = _EXTREME[p.spec.scores]
-    return _found(name, relation=words, why=why)
+    name, why = _EXTREME[p.spec.scores]
+    return MISTAKES.finding(name, relation=words, why=why)
 
 
 # --------------------------------------------------------------------------------------
@@ -625,19 +389,21 @@ def _diagnose(pair, p, answers, tol):
     if order is not None or np.isinf(max(errors)):
         named = ", ".join(_GRADS[order.index(i)] for i in range(3)) if order else ""
         returned = f"it returns ({named})" if order else "the shapes fit only in another order"
-        return _found("gradients_wrong_order", label=p.label, returned=returned)
+        return MISTAKES.finding("gradients_wrong_order", label=p.label, returned=returned)
     name = MISTAKES.match(answers if gradient else answers[0], p, tol)
     scale = None if gradient or name not in (None, *_SCALES) else _fitted_scale(answers[0], p, tol)
     if scale is not None and (name is None or topic == "widths"):
         why = f" ({p.label})" + _ONE_WIDTH.format(MAIN.d_k) * (topic == "widths")
-        return _found("wrong_scale", divisor=1 / scale, right=math.sqrt(p.spec.d_k), why=why)
+        return MISTAKES.finding(
+            "wrong_scale", divisor=1 / scale, right=math.sqrt(p.spec.d_k), why=why
+        )
     if name is not None:
         extra = _BATCH_SCALE if name in _SCALES else _BATCH_AXES
         message = f"{MISTAKES[name].message} ({p.label})." + extra * (topic == "batch")
         return MISTAKES.finding(name, message)
     misread = None if gradient else _keys_misread(answers[0], p, tol)
     if misread is not None and topic != "none":
-        return _found("keys_misread", label=p.label, shown=misread)
+        return MISTAKES.finding("keys_misread", label=p.label, shown=misread)
     parts, kinds = [], []
     names = _GRADS if gradient else ("output",)
     for n, answer, truth, err in zip(names, answers, truths, errors, strict=True):
@@ -661,9 +427,9 @@ def _diagnose(pair, p, answers, tol):
     ]
     if gradient and None not in factors:
         twice = all(math.isclose(f, 1 / math.sqrt(p.spec.d_k), rel_tol=1e-3) for f in factors)
-        return _found("gradient_off_by_factor", relation=words, why=_FACTOR_WHY[twice])
+        return MISTAKES.finding("gradient_off_by_factor", relation=words, why=_FACTOR_WHY[twice])
     kind = next((k for k in kinds if k), None)
-    hint = _HINT_BACKWARD if gradient else _HINT_FORWARD
+    hint = HINTS["backward"] if gradient else HINTS["forward"]
     imprecise = None if kind not in (None, "some_rows") else near_miss(words, max(errors), hint)
     if imprecise is not None:
         return imprecise
@@ -671,8 +437,8 @@ def _diagnose(pair, p, answers, tol):
     name = "gradient_off_by_factor" if gradient and name == "output_off_by_factor" else name
     smallest = _smallest(pair, p.spec)
     if smallest != p.spec:
-        words += ". It fails already " + _label(smallest, *_inputs(smallest)[:4])
-    return _found(name, relation=words, why=_FACTOR_WHY[False])._replace(hint=hint)
+        words += ". It fails already " + label(smallest, *inputs(smallest)[:4])
+    return MISTAKES.finding(name, relation=words, why=_FACTOR_WHY[False])._replace(hint=hint)
 
 
 _ONE_WIDTH = (
@@ -871,27 +637,7 @@ def _findings(student, forward, backward):
         _check(pair, spec)
     _check_cache_order(pair)
     float32 = "float32_promoted" not in (note.diagnosis for note in student.notes)
-    return [
-        f"output equals `softmax(Q Kᵀ / sqrt(d_k)) V` on {len(PROBES)} probes covering the table "
-        "of the statement: d_k and d_v from 1 to 64, T_q and T_k from 1 to 8, no, one or two "
-        "leading axes, every mask form, mask=None and no mask argument",
-        "gradients agree with central finite differences in float64 on the first probe and with "
-        f"attention_lib's backward on the others (relative error below {FLOAT64_TOLERANCE:.0e}; "
-        f"{FLOAT32_TOLERANCE:.0e} if you compute in float32)",
-        f"float32 inputs: output and gradients within {FLOAT32_TOLERANCE:.0e}"
-        + ", returned as float32" * float32,
-        "keys that no query with an output gradient may read get gradient exactly 0",
-        "scores of about 850 and rows spread over 1600 do not overflow, scores of about -900 do "
-        "not underflow, forward or backward (each row's maximum is subtracted)",
-        "rows whose scores lie 780 apart do not underflow, forward or backward (each row's own "
-        "maximum)",
-        "a blocked score 800 above the readable ones changes nothing, forward or backward "
-        "(blocked first)",
-        "a query with no readable key gets output exactly 0 and gradient exactly 0, no NaN",
-        "backward uses only its cache: after more forwards, the first cache still gives the "
-        "first gradients",
-        "Q, K, V, mask and grad_output are left unchanged",
-    ]
+    return MISTAKES.checked(probes=len(PROBES), returned=", returned as float32" * float32)
 
 
 def check_exercise_19_4(forward, backward):

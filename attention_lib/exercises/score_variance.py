@@ -82,7 +82,6 @@ TAIL_BUDGET = 4e-6
 # The tolerance must stay within 10% of d_k at every width, or the check cannot tell d_k
 # from a nearby wrong value.
 MIN_RELATIVE_PRECISION = 0.1
-_HINT = "chapter 19.2, eq. 19.2; notebook 02_why_sqrt_dk.ipynb"
 
 
 def _chi_square_tail(x, dof, upper):
@@ -447,14 +446,9 @@ def _findings(student, estimate, samples, widths, seed):
     scatter = _scatter_finding(_ratios(seed_estimates))
     if scatter is not None:
         raise Stop(scatter)
-    return [
-        f"within {z:.1f} standard errors of d_k at d_k = {', '.join(map(str, widths))} "
-        f"({samples:,} samples)",
-        f"changes with the seed, and the estimates of {_PROBES_TEXT} scatter as much as their "
-        "sample counts imply, neither much more nor much less (so the samples are independent "
-        "standard-normal pairs, as many as asked for)",
-        "the same seed gives the same estimate",
-    ]
+    return MISTAKES.checked(
+        z=z, widths=", ".join(map(str, widths)), samples=samples, probes=_PROBES_TEXT
+    )
 
 
 def check_exercise_19_2(estimate, *, samples=20_000, widths=VARIANCE_WIDTHS, seed=0):

@@ -32,7 +32,6 @@ EQUAL_SCORES_CHOICES = {
     "d": "a row of zeros",
 }
 
-_HINT = "chapter 19.1; notebook 01_soft_lookup.ipynb"
 
 # For each question: the right choice, and why each wrong choice is wrong.
 _QUESTIONS = {
@@ -128,11 +127,7 @@ def _findings(student, answers):
             findings.append(MISTAKES.finding(f"{question}_choice", message))
     if findings:
         raise Stop(*findings)
-    return [
-        "the query asks, the key is what is found, the value is what is handed over",
-        "doubling the values doubles the output and leaves the weights alone",
-        "equal scores give equal weights: the output is the average of the values",
-    ]
+    return MISTAKES.checked()
 
 
 def check_exercise_19_1(answers):
