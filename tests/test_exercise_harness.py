@@ -277,5 +277,16 @@ def test_19_4c_planted_backwards_are_far_from_the_verdicts_line():
             assert np.all((errors < 1e-8) | (errors > 1e-2)), (problem, planted, errors)
 
 
-def test_sys_is_not_left_with_a_profiler():
-    assert sys.getprofile() is None
+def test_the_profiler_that_finds_the_students_lines_is_left_on_no_thread():
+    """The lines of a wrong answer are found with a profiler on the student's thread; the
+    checker's own thread never gets one, and none stays behind."""
+
+    def wrong_row_term(weights, grad_weights):
+        return weights * grad_weights
+
+    student = _harness.Student()
+    ones = np.ones((1, 2))
+    lines = student.lines_run(lambda: student.call(wrong_row_term, "f", ones, ones))
+    student.close()
+    assert ("wrong_row_term", "return weights * grad_weights") in lines
+    assert sys.getprofile() is None and threading.getprofile() is None
