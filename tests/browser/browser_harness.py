@@ -201,6 +201,68 @@ FIGURE_FINGERPRINT_JS = """async el => {
 
 
 # --------------------------------------------------------------------------
+# The kernel's messages, as the page sends and receives them
+# --------------------------------------------------------------------------
+
+# Installed before a page loads (``add_init_script``): every message on a kernel's
+# websocket is logged with the page's clock (``performance.now()`` when sent, or when
+# its event runs) and, from its header, its id, its parent's id, its type, the
+# kernel's status it reports and the time its sender stamped on it (``date``, ms
+# since the epoch: kernel, server and page share this machine's clock). Both of
+# Jupyter's websocket formats are read (JSON text, and the binary
+# v1.kernel.websocket.jupyter.org one JupyterLab 4 uses). The timings in
+# explorer_measures.py split a press with it; the last 400 messages are kept
+# (messages logged since time T: ``__attnMessages.filter(m => m.at >= T)``).
+MESSAGE_LOG_JS = """(() => {
+    if (window.__attnMessages) return;
+    const log = window.__attnMessages = [];
+    const decoder = new TextDecoder();
+    const describe = data => {
+        let header, parent, content;
+        if (typeof data === 'string') {
+            ({header, parent_header: parent, content} = JSON.parse(data));
+        } else {
+            const bytes = data instanceof ArrayBuffer ? data : data.buffer;
+            const view = new DataView(bytes);
+            const count = Number(view.getBigUint64(0, true));
+            const offsets = [...Array(count).keys()]
+                .map(i => Number(view.getBigUint64(8 + 8 * i, true)));
+            const part = i => JSON.parse(decoder.decode(new Uint8Array(
+                bytes, offsets[i], (offsets[i + 1] ?? bytes.byteLength) - offsets[i])));
+            [header, parent, content] = [part(1), part(2), part(4)];
+        }
+        return {id: header.msg_id, parent: parent && parent.msg_id, type: header.msg_type,
+                date: Date.parse(header.date), status: content && content.execution_state,
+                method: content && content.data && content.data.method};
+    };
+    const note = (direction, data) => {
+        const at = performance.now();
+        let entry;
+        try {
+            entry = describe(data);
+        } catch (error) {
+            entry = {type: 'unread'};
+        }
+        log.push({at, direction, bytes: data.byteLength ?? data.length, ...entry});
+        if (log.length > 400) log.shift();
+    };
+    const Native = window.WebSocket;
+    class LoggedWebSocket extends Native {
+        constructor(...args) {
+            super(...args);
+            if (!String(args[0]).includes('/channels')) return;
+            this.addEventListener('message', event => note('in', event.data));
+        }
+        send(data) {
+            if (String(this.url).includes('/channels')) note('out', data);
+            return super.send(data);
+        }
+    }
+    window.WebSocket = LoggedWebSocket;
+})()"""
+
+
+# --------------------------------------------------------------------------
 # Accessibility: axe-core, from this checkout's own files
 # --------------------------------------------------------------------------
 
@@ -416,6 +478,7 @@ class JupyterLabFrontend:
         self.guard = guard
         self.page = context.new_page()
         self.page.set_default_timeout(PAGE_TIMEOUT)
+        self.page.add_init_script(MESSAGE_LOG_JS)
         guard.attach_page(self.page)
         self.notebook: str | None = None
         self._facts: dict[str, set[int]] | None = None

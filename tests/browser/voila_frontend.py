@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .browser_harness import (
     MAX_TABS,
+    MESSAGE_LOG_JS,
     PAGE_TIMEOUT,
     RUN_ALL_TIMEOUT,
     BrowserCheckError,
@@ -203,6 +204,7 @@ class VoilaFrontend:
         self.page = context.new_page()
         self.page.set_viewport_size(BOARD_VIEWPORT)
         self.page.set_default_timeout(PAGE_TIMEOUT)
+        self.page.add_init_script(MESSAGE_LOG_JS)
         guard.attach_page(self.page)
         self.page.on("websocket", self._watch_kernel)
         self._open_requests: set[str] = set()  # what the page still waits for (a hang's report)
