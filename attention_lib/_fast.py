@@ -2,7 +2,7 @@
 
 :func:`attention_lib.attention_forward` and ``attention_backward`` hand an
 input to this module when its weights, all heads together, take at least
-``attention.FAST_PATH_MIN_BYTES`` (4 MB, about one float32 head at T = 1024),
+``attention.FAST_PATH_MIN_BYTES`` (4 MiB, one float32 head at T = 1024),
 or whenever :func:`attention_lib.attention_path` ``("fast")`` asks for it;
 ``attention_path("readable")`` keeps every size out of here.
 

@@ -28,11 +28,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-# Below about 4 MB of work, splitting (and a thread pool) costs more than it saves:
+# Below about 4 MiB of work, splitting (and a thread pool) costs more than it saves:
 # callers run such inputs in one call instead (the dense path's readable code, the
 # streaming module's single pass).
 MIN_SPLIT_BYTES = 1 << 22
-# About 4 MB of weights per row tile: large enough for efficient matrix
+# About 4 MiB of weights per row tile: large enough for efficient matrix
 # products, small enough to stay in this machine's L2/L3 caches between passes.
 TILE_BYTES = 1 << 22
 

@@ -18,14 +18,22 @@ The backward pass (eqs. 19.3-19.5, listing 19.4) undoes those steps, last first:
 Shapes follow ``(..., T, d)``: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)``,
 ``V (..., T_k, d_v)``; the leading axes broadcast. Masks are boolean (True =
 may read) and act on the scores before softmax. A query row with no readable
-key gets all-zero weights, a zero output and zero gradients, like PyTorch's
-``scaled_dot_product_attention``.
+key gets all-zero weights, a zero output and zero gradients: a convention, since
+a softmax over no keys is undefined. PyTorch's ``scaled_dot_product_attention``
+gives such a row a zero output as well (torch 2.13 on the CPU, checked in
+notebook 03); other versions and devices promise nothing.
 
 Two paths, one contract. Each public function checks its input at the door
-(:mod:`attention_lib._validation`), and then its body is the chapter's listing,
-step for step. Every notebook and explorer runs that code. An input whose
-weights, all heads together, take at least :data:`FAST_PATH_MIN_BYTES` (4 MB:
-one float32 head at T = 1024) is handed, on the line after the check, to
+(:mod:`attention_lib._validation`). The two passes then follow listings 19.1
+and 19.4 step for step, with three differences: the cache is the listing's
+tuple plus the output (:class:`AttentionCache`); the backward pass leaves out
+the listing's mask line, which changes nothing because a blocked weight is
+already 0 (notebook 04, step 5); and it sums the gradient of an input that
+broadcasting stretched back to that input's shape. On the default path every
+notebook and explorer runs that code (notebook 04 forces the fast path once,
+to compare the two). An input whose weights, all heads together, take at
+least :data:`FAST_PATH_MIN_BYTES` (4 MiB, 2**22 bytes: one float32 head at
+T = 1024) is handed, on the line after the check, to
 :mod:`attention_lib._fast`, which computes the same equations tiled and on
 every core, with the same results to rounding. :func:`attention_path` forces
 one path for the calls inside a ``with`` block, whatever their size.
@@ -77,7 +85,7 @@ def attention_path(path):
         size. ``"fast"``: the tiled, multithreaded pass of
         :mod:`attention_lib._fast`, even for one small head. ``"auto"``, the
         default outside any block: the fast path for weights of at least
-        :data:`FAST_PATH_MIN_BYTES` (4 MB, all heads together), the readable
+        :data:`FAST_PATH_MIN_BYTES` (4 MiB, all heads together), the readable
         code below that.
 
     Notes
@@ -96,7 +104,7 @@ def attention_path(path):
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> Q, K, V = rng.normal(size=(3, 2, 64, 8))  # 64 KB of weights: "auto" reads them readably
+    >>> Q, K, V = rng.normal(size=(3, 2, 64, 8))  # 64 KiB of weights: "auto" reads them readably
     >>> with attention_path("fast"):
     ...     fast = attention_forward(Q, K, V)
     >>> with attention_path("readable"):
@@ -232,7 +240,8 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
 
     Notes
     -----
-    The body is listing 19.1. Inputs with 4 MB of weights or more run in
+    The body follows listing 19.1 step for step; its cache is the listing's
+    tuple plus the output. Inputs with 4 MiB of weights or more run in
     :mod:`attention_lib._fast` instead (see :func:`attention_path`): head by
     head on as many threads as NumPy's BLAS may use
     (``threadpoolctl.threadpool_limits(1)`` or ``OPENBLAS_NUM_THREADS=1`` keeps
@@ -251,7 +260,7 @@ def attention_forward(Q, K, V, mask=None, return_cache=False):
     array([[13.3]])
     """
     Q, K, V, mask = check_attention_inputs(Q, K, V, mask)
-    if _runs_fast(Q, K):  # 4 MB of weights or more: the same equations, tiled, on every core
+    if _runs_fast(Q, K):  # 4 MiB of weights or more: the same equations, tiled, on every core
         return _fast.attention_forward(Q, K, V, mask, return_cache)
     scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32
     scores = (Q @ np.swapaxes(K, -1, -2)) * scale
@@ -317,9 +326,12 @@ def attention_backward(grad_output, cache):
 
     Notes
     -----
-    The body is listing 19.4, each step undoing one forward step, last first.
-    Inputs with 4 MB of weights or more run in :mod:`attention_lib._fast`, like
-    the forward pass (see :func:`attention_path`).
+    The body follows listing 19.4 step for step, each step undoing one forward
+    step, last first. It leaves out the listing's mask line (a blocked weight
+    is exactly 0 and a factor of its score's gradient, so that line changes
+    nothing) and ends by summing the gradient of a broadcast input back to its
+    shape. Inputs with 4 MiB of weights or more run in :mod:`attention_lib._fast`,
+    like the forward pass (see :func:`attention_path`).
 
     Examples
     --------

@@ -62,9 +62,9 @@ def packed_causal_mask(lengths):
 
     Training streams are often packed: documents of different lengths are
     concatenated so that no position is wasted on padding. A token may then
-    read only earlier tokens *of its own document*, so the mask is causal
-    inside each document and blocked between documents: block-diagonal, with
-    a lower triangle in each block.
+    read only itself and the earlier tokens *of its own document*, so the mask
+    is causal inside each document and blocked between documents:
+    block-diagonal, with a lower triangle (diagonal included) in each block.
 
     Parameters
     ----------

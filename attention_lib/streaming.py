@@ -49,7 +49,7 @@ from ._validation import (
 )
 from .masks import document_ids
 
-# 256 query rows x 256 keys of float32 is 256 KB: a block of scores and one of
+# 256 query rows x 256 keys of float32 is 256 KiB: a block of scores and one of
 # grad_scores stay in this machine's L2 cache through the element-wise passes,
 # and each matrix product is still large enough to run BLAS near full speed.
 DEFAULT_BLOCK_SIZE = 256

@@ -17,7 +17,7 @@ from ._validation import as_float_array, require_whole_number
 from .attention import attention_scores, masked_softmax
 
 # Rows per chunk are chosen so that one chunk of Q (or K) holds about this many
-# float64 numbers (8 MB): memory stays flat even at width 4096.
+# float64 numbers (8 MiB): memory stays flat even at width 4096.
 _CHUNK_ELEMENTS = 1 << 20
 
 
@@ -175,8 +175,8 @@ def softmax_jacobian_norm(weights):
 
     It measures how strongly the weights respond to the scores: nudge every
     score by a small independent random amount ``eps * z`` (``z`` standard
-    normal) and the weights move by ``eps * ||J||`` in root mean square. It
-    vanishes when the softmax saturates on one key. Computed in closed form,
+    normal) and the weight vector moves a distance ``eps * ||J||`` in root mean
+    square. It vanishes when the softmax saturates on one key. Computed in closed form,
     ``||J||^2 = sum a^2 - 2 sum a^3 + (sum a^2)^2``, without building ``J``.
 
     Parameters

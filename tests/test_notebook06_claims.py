@@ -144,7 +144,7 @@ def test_claim3_in_float32_renormalising_fails_near_a_difference_of_90():
 def test_check_padded_key_gets_zero_weight_and_zero_score_gradient():
     rng = np.random.default_rng(19)
     Q, K, V = (rng.standard_normal((1, 3, 4)) for _ in range(3))
-    mask = padding_mask(np.array([[True, True, False]]))  # token 3 is padding
+    mask = padding_mask(np.array([[True, True, False]]))  # key 2, the third token, is padding
     output, cache = attention_forward(Q, K, V, mask=mask, return_cache=True)
     grad_output = rng.standard_normal(output.shape)
     grad_scores = softmax_backward(cache.weights, grad_output @ np.swapaxes(V, -1, -2))
