@@ -171,13 +171,13 @@ BOARD_PRESSES = 6
 class Redraw:
     """The middle design: one figure per style and static key, refresh and one full draw."""
 
-    def __init__(self, spec, fixed):
-        self.spec, self.fixed = spec, fixed
+    def __init__(self, spec):
+        self.spec = spec
         self.drawings = collections.OrderedDict()  # (style, key) -> (fig, scene), LRU
 
     def change(self, values, style):
         spec = self.spec
-        state = spec.update(**values, **self.fixed)
+        state = spec.update(**values)
         spec.readout(values, state), spec.table(state)
         key = (style, None if spec.static_key is None else spec.static_key(state))
         with plots.series_style(style):
@@ -188,7 +188,7 @@ class Redraw:
                 while len(self.drawings) >= _shell.FROZEN_LAYOUTS:
                     self.drawings.popitem(last=False)
                 fig = spec._new_figure(style)
-                scene, _ = _shell._draw_laid_out(spec, fig, state)
+                scene = _shell._draw_laid_out(spec, fig, state)
                 self.drawings[key] = fig, scene
             self.drawings.move_to_end(key)
             fig.canvas.draw()
@@ -218,7 +218,7 @@ def _timed(action):
 
 def bench(spec, repeats, style="default"):
     explorer = spec.factory(style=style)
-    redraw = Redraw(spec, explorer.fixed)
+    redraw = Redraw(spec)
     redraw.change(explorer.values, style)  # both start with their first drawing made
     changes = list(SCRIPTED_CHANGES.get(spec.name, ())) or default_changes(explorer)
     times = collections.defaultdict(lambda: ([], [], []))  # control -> blit, redraw, page
