@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from attention_lib import plots, widgets
-from attention_lib.widgets import Explorer, ExplorerSpec, HiddenControl, available_explorers
+from attention_lib.widgets import Explorer, ExplorerSpec, HiddenControl, _shell, available_explorers
 from attention_lib.widgets._shell import HOOKS, _scene_artists
 
 #: Per explorer, control changes that move every artist its refresh moves, in the
@@ -340,3 +340,21 @@ def test_refreshed_frames_equal_fresh_drawings_and_do_not_depend_on_the_way_ther
     assert fresh.png == walked.png
     walked.close()
     fresh.close()
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_figure_text_says_what_the_readout_says_and_follows_each_change(name):
+    """The page sets ``frontend.description`` as the figure's alt: the explorer's
+    title, then the readout's words (its rounding), for the state on show."""
+    spec = SPECS[name]
+    explorer = spec.factory()
+    said = []
+    for change in [{}, *frame_changes(name)[:2]]:
+        explorer.set(**change)
+        text = explorer.frontend.description
+        readout = spec.readout(explorer.values, explorer.state)
+        assert text == f"{spec.title} figure: {_shell._plain_text(readout)}"
+        assert not re.search(r"<|&\w+;", text), f"markup left in {text!r}"
+        said.append(text)
+    assert len(set(said)) > 1, f"the figure's text never changed: {said}"
+    explorer.close()

@@ -13,6 +13,7 @@ import functools
 import html
 import math
 import numbers
+import re
 import struct
 import sys
 import zlib
@@ -376,6 +377,16 @@ def _cell(value, decimals):
     if isinstance(value, (float, np.floating)):
         return f"{value:.{decimals}f}"
     return html.escape(str(value))
+
+
+def _plain_text(markup):
+    """The words of an HTML readout, for the figure's text alternative.
+
+    >>> _plain_text("d_k = <b>256</b> &middot; unscaled<br>row 0")
+    'd_k = 256 · unscaled; row 0'
+    """
+    text = re.sub(r"<br\s*/?>", "; ", markup)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split()).replace(" ;", ";")
 
 
 def html_table(rows, header, *, caption=None, decimals=3):
@@ -901,6 +912,7 @@ class Explorer:
         self.state, self._committed, self._readout_text = state, values, readout
         self._pending, self._notes = False, []
         self.figure.value = png
+        self.frontend.description = f"{self.spec.title} figure: {_plain_text(readout)}"
         self.readout.value = "<br>".join([readout, *notes])
         self.table.value = table
         self._update_buttons()

@@ -321,6 +321,44 @@ def describe_violations(violations: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+FIGURE_TEXT_JS = """selector => [...document.querySelectorAll(selector)].map(root => {
+    const figure = root.querySelector('img.attn-figure');
+    const readout = root.querySelector('.attn-readout');
+    const words = text =>
+        text.replace(/\\n/g, '; ').replace(/\\s+/g, ' ').replace(/ ;/g, ';').trim();
+    const alt = words(figure ? figure.alt : '');
+    const said = alt.includes(' figure: ') ? alt.slice(alt.indexOf(' figure: ') + 9) : '';
+    const shown = words(readout ? readout.innerText : '');
+    return {alt, readout: shown, says: !!said && shown.startsWith(said),
+            live: readout && readout.getAttribute('aria-live')};
+})"""
+
+
+def figure_text_problems(page: Page, selector: str, wait_ms: float = 0) -> list[str]:
+    """What is wrong with the text a screen reader gets for each explorer ``selector``
+    matches: the figure's ``alt`` must say what it shows (the explorer's title, then
+    the readout's words, so the same rounded numbers), and the readout must be a polite
+    live region. Waits up to ``wait_ms`` for the alt to catch up with the readout;
+    ``[]``: nothing wrong."""
+    if wait_ms:
+        try:
+            page.wait_for_function(
+                f"s => ({FIGURE_TEXT_JS})(s).every(f => f.says)", arg=selector, timeout=wait_ms
+            )
+        except Exception:  # playwright's TimeoutError: the problems below say what differs
+            pass
+    problems = []
+    for i, found in enumerate(page.evaluate(FIGURE_TEXT_JS, selector)):
+        if not found["says"]:
+            problems.append(
+                f"explorer {i}: figure alt {found['alt']!r} does not say the readout "
+                f"{found['readout']!r}"
+            )
+        if found["live"] != "polite":
+            problems.append(f"explorer {i}: readout aria-live is {found['live']!r}, not 'polite'")
+    return problems
+
+
 # --------------------------------------------------------------------------
 # The explorer, as found in the page
 # --------------------------------------------------------------------------

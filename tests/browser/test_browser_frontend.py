@@ -29,13 +29,21 @@ import time
 
 import pytest
 
-from .browser_harness import STATUS_JS, BrowserCheckError, check_explorer
+from .browser_harness import (
+    STATUS_JS,
+    BrowserCheckError,
+    accessibility_violations,
+    check_explorer,
+    describe_violations,
+    figure_text_problems,
+)
 from .explorer_measures import set_viewport
 from .notebook_registry import notebooks_to_drive
 
 pytestmark = [pytest.mark.browser]
 
 FULL_HD = {"width": 1920, "height": 1080}
+EXPLORERS = ".jp-NotebookPanel .attn-explorer"
 # A ping is called unanswered after 4 s; a touched explorer pings at once.
 # Room for a loaded machine on top.
 SILENT_VERDICT_MS = 15_000
@@ -151,6 +159,10 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
                  .every(r => r.dataset.attnKernel === 'live')"""
     )
     assert_accessible(explorers(page), "after Run All and the bar's presses")
+    violations = accessibility_violations(page, EXPLORERS)
+    assert not violations, f"{path}: axe-core in JupyterLab:\n{describe_violations(violations)}"
+    problems = figure_text_problems(page, EXPLORERS, wait_ms=5000)
+    assert not problems, f"{path}: after Run All: {problems}"
     main.root.scroll_into_view_if_needed()
     screenshot_path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot_path.with_name(f"{screenshot_path.stem}_live.png")))
@@ -172,6 +184,9 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
             arg=[handle.element_handle(), before],
         )
         assert_accessible(explorers(page), "after a slider change")
+        # the figure's text follows it: the alt says the new readout
+        problems = figure_text_problems(page, EXPLORERS, wait_ms=5000)
+        assert not problems, f"{path}: after a slider change: {problems}"
 
     restart_kernel(page)
     page.wait_for_function(ALL_GONE_JS, timeout=SILENT_VERDICT_MS)
