@@ -321,6 +321,11 @@ def describe_violations(violations: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: Resolves once the page has drawn two more frames: what a scroll, a key's default
+#: action or a resize (Lumino lays JupyterLab out in the next animation frame) needs
+#: to show, awaited instead of a fixed sleep.
+NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
 FIGURE_TEXT_JS = """selector => [...document.querySelectorAll(selector)].map(root => {
     const figure = root.querySelector('img.attn-figure');
     const readout = root.querySelector('.attn-readout');

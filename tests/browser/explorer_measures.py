@@ -41,7 +41,7 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
-from .browser_harness import FIGURE, BrowserCheckError
+from .browser_harness import FIGURE, NEXT_FRAMES_JS, BrowserCheckError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from playwright.sync_api import Locator, Page
@@ -803,8 +803,9 @@ def exercise_controls(
 
 def zoom_problems(page: Page, root: Locator) -> tuple[dict[str, Any], list[str]]:
     """At the zoomed viewport: inner scroll boxes, and controls or figure out of reach."""
+    # scrollIntoView is instant; what it shows is laid out by the second frame
     root.evaluate("el => el.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(200)
+    page.evaluate(NEXT_FRAMES_JS)
     problems = list(root.evaluate(INNER_SCROLL_JS))
     presser_controls = root.evaluate(CONTROLS_JS)["controls"]
     unreachable = []
@@ -871,7 +872,7 @@ def set_viewport(page: Page, size: dict[str, int]) -> None:
         "&& window.devicePixelRatio === 1",
         arg=[size["width"], size["height"]],
     )
-    time.sleep(0.3)  # JupyterLab and the board page re-lay out on resize
+    page.evaluate(NEXT_FRAMES_JS)  # JupyterLab lays its panels out again in the next frame
 
 
 def set_zoom(page: Page, zoom: float) -> None:
@@ -893,7 +894,7 @@ def set_zoom(page: Page, zoom: float) -> None:
         "([w, z]) => window.innerWidth === w && Math.abs(window.devicePixelRatio - z) < 1e-6",
         arg=[round(FULL_HD["width"] / zoom), zoom],
     )
-    time.sleep(0.3)  # JupyterLab re-lays its panels out on resize
+    page.evaluate(NEXT_FRAMES_JS)  # JupyterLab lays its panels out again in the next frame
 
 
 # --------------------------------------------------------------------------

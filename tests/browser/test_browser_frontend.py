@@ -30,6 +30,7 @@ import time
 import pytest
 
 from .browser_harness import (
+    NEXT_FRAMES_JS,
     STATUS_JS,
     BrowserCheckError,
     accessibility_violations,
@@ -197,8 +198,9 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
     if handle.count():
         value = handle.get_attribute("aria-valuenow")
         handle.focus()
+        # noUiSlider moves its handle in the keydown handler itself: had the key
+        # reached it, the value would have changed before press() returned.
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(300)
         assert handle.get_attribute("aria-valuenow") == value
         assert not main.focus_is_on_main()
     # Still switched off after the restarted kernel is idle: it never answers for the old comm.
@@ -216,7 +218,7 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
     for i, explorer in enumerate(found):
         root = roots.nth(i)
         root.locator(".attn-figure").first.evaluate("el => el.scrollIntoView({block: 'center'})")
-        page.wait_for_timeout(200)
+        page.evaluate(NEXT_FRAMES_JS)
         note = root.locator(".attn-stale-note")
         box = note.bounding_box()
         assert (
@@ -262,10 +264,8 @@ def test_presenter_keys_press_next_and_back(lab, screenshot_path):
     # Focus elsewhere (a notebook cell): the keys keep JupyterLab's meaning.
     page.keyboard.press("Escape")
     page.keyboard.press("PageDown")
-    page.wait_for_timeout(400)
-    assert _step(board) == "step 1 / 5"
-
-    # The presenter clicks Next once; from then on the clicker drives the board.
+    # The presenter clicks Next once; from then on the clicker drives the board. The
+    # kernel answers in order, so step 2 (not 3) also says the PageDown above did nothing.
     board.locator(".attn-next").click()
     _wait_step(page, board, "step 2 / 5")
     for key, text in [
@@ -283,16 +283,18 @@ def test_presenter_keys_press_next_and_back(lab, screenshot_path):
     scroll = page.evaluate(
         "() => document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook').scrollTop"
     )
-    page.keyboard.press("PageDown")
-    page.wait_for_timeout(400)
-    assert _step(board) == "step 5 / 5"
+    page.keyboard.press("PageDown")  # the handler acts (or not) before press() returns
+    page.evaluate(NEXT_FRAMES_JS)  # a scroll it let through shows by the second frame
     assert scroll == page.evaluate(
         "() => document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook').scrollTop"
     )
-    # With a modifier the key is the browser's or JupyterLab's, not ours.
+    # With a modifier the key is the browser's or JupyterLab's, not ours: one Back
+    # press after it lands on step 4, not 3 (the kernel answers presses in order).
     page.keyboard.press("Shift+PageUp")
-    page.wait_for_timeout(400)
-    assert _step(board) == "step 5 / 5"
+    board.locator(".attn-back").click()
+    _wait_step(page, board, "step 4 / 5")
+    board.locator(".attn-next").click()
+    _wait_step(page, board, "step 5 / 5")
     # Nothing focused (as on a Voila board page): the visible board with Next / Back
     # takes the keys, not the shell explorer below it, which has none.
     page.evaluate("() => document.activeElement && document.activeElement.blur()")

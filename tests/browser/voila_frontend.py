@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .browser_harness import (
     MAX_TABS,
     MESSAGE_LOG_JS,
+    NEXT_FRAMES_JS,
     PAGE_TIMEOUT,
     RUN_ALL_TIMEOUT,
     BrowserCheckError,
@@ -318,7 +319,7 @@ class VoilaFrontend:
         """One screen of the page, with the explorer (if any) at its top."""
         if explorer is not None:
             explorer.root.evaluate("el => el.scrollIntoView({block: 'start'})")
-            self.page.wait_for_timeout(300)
+            self.page.evaluate(NEXT_FRAMES_JS)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(path))
 
