@@ -80,6 +80,13 @@ function annotate(root) {
     if (shown) setAttr(handle, "aria-valuetext", name ? `${name} = ${shown}` : shown);
     if (name || shown) setAttr(handle, "aria-label", name || shown);
   }
+  for (const input of root.querySelectorAll("input")) {
+    // A field with no visible label (the walkthrough's card entries): its tooltip,
+    // which ipywidgets puts on the field or on its hidden label, is its name.
+    const label = input.labels?.[0];
+    const name = input.title || label?.title;
+    if (name && !label?.textContent.trim()) setAttr(input, "aria-label", name);
+  }
   for (const readout of root.querySelectorAll(".attn-readout")) {
     // Announced when it changes, after what the reader is saying (polite).
     setAttr(readout, "role", "status");

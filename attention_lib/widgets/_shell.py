@@ -382,11 +382,11 @@ def _cell(value, decimals):
 def _plain_text(markup):
     """The words of an HTML readout, for the figure's text alternative.
 
-    >>> _plain_text("d_k = <b>256</b> &middot; unscaled<br>row 0")
-    'd_k = 256 · unscaled; row 0'
+    >>> _plain_text("d_k = <b>256</b>, <i>unscaled</i> &middot; row<br>0")
+    'd_k = 256, unscaled · row; 0'
     """
-    text = re.sub(r"<br\s*/?>", "; ", markup)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split()).replace(" ;", ";")
+    text = re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", "; ", markup))
+    return " ".join(html.unescape(text).split()).replace(" ;", ";")
 
 
 def html_table(rows, header, *, caption=None, decimals=3):

@@ -329,11 +329,14 @@ NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnim
 FIGURE_TEXT_JS = """selector => [...document.querySelectorAll(selector)].map(root => {
     const figure = root.querySelector('img.attn-figure');
     const readout = root.querySelector('.attn-readout');
-    const words = text =>
-        text.replace(/\\n/g, '; ').replace(/\\s+/g, ' ').replace(/ ;/g, ';').trim();
+    const words = text => text.replace(/\\s+/g, ' ').replace(/ ;/g, ';').trim();
+    // the readout's words as its HTML says them (innerText is empty in a cell that
+    // JupyterLab's windowing does not render), a line break read as "; "
+    const parsed = document.createElement('div');
+    parsed.innerHTML = readout ? readout.innerHTML.replace(/<br\\s*\\/?>/gi, '; ') : '';
     const alt = words(figure ? figure.alt : '');
     const said = alt.includes(' figure: ') ? alt.slice(alt.indexOf(' figure: ') + 9) : '';
-    const shown = words(readout ? readout.innerText : '');
+    const shown = words(parsed.textContent);
     return {alt, readout: shown, says: !!said && shown.startsWith(said),
             live: readout && readout.getAttribute('aria-live')};
 })"""

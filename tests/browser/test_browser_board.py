@@ -53,8 +53,9 @@ GRID_TEXT_JS = """selector => [...document.querySelectorAll(selector)].flatMap(g
                  px: Math.round(parseFloat(getComputedStyle(el).fontSize)
                                 * el.getBoundingClientRect().width / el.offsetWidth * 10) / 10,
                  clipped: el.scrollWidth > el.clientWidth + 1})))"""
-#: A notebook's stored figure as Voila renders it (an image/png output).
-STATIC_FIGURE = '.jp-RenderedImage.jp-mod-trusted[data-mime-type="image/png"] > img'
+#: A notebook's stored figure as Voila renders it (an image/png output), in axe's
+#: selector for it.
+STATIC_FIGURE = ".jp-RenderedImage"
 NO_EXPLORER = Expectation(has_explorer=False, reason="no live widget: rendered and checked only")
 
 
