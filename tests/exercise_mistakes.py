@@ -236,6 +236,16 @@ def row_backward_zeros(weights, grad_weights):
     return np.zeros_like(weights)
 
 
+def row_backward_squeezed(weights, grad_weights):
+    """WRONG with an axis of length 1: np.squeeze drops it."""
+    return row_backward_right(np.squeeze(weights), np.squeeze(grad_weights))
+
+
+def row_backward_small_weights_zeroed(weights, grad_weights):
+    """WRONG for saturated rows: weights below 0.01 taken for masked ones and zeroed."""
+    return row_backward_right(np.where(weights < 1e-2, 0.0, weights), grad_weights)
+
+
 def row_backward_float32_sloppy(weights, grad_weights):
     """WRONG for float32 only (planted): float32 input is answered to three decimals."""
     grad_scores = row_backward_right(weights, grad_weights)
@@ -335,7 +345,9 @@ def loop_forward(Q, K, V, mask=None):
     """Right, written differently: one query at a time, 2-D and batched inputs alike."""
     if Q.ndim > 2:
         masks = (
-            [None] * len(Q) if mask is None else np.broadcast_to(mask, (len(Q), *mask.shape[-2:]))
+            [None] * len(Q)
+            if mask is None
+            else np.broadcast_to(mask, Q.shape[:-1] + K.shape[-2:-1])
         )
         pairs = [loop_forward(*arrays) for arrays in zip(Q, K, V, masks, strict=True)]
         return np.stack([output for output, _ in pairs]), [cache for _, cache in pairs]
@@ -571,6 +583,34 @@ class RecomputesWithMask(StudentAttention):
         return super().backward(grad_output, (Q, K, V, weights, scale, mask))
 
 
+class IsqrtScale(StudentAttention):
+    """WRONG off perfect squares: the square root rounded down (math.isqrt)."""
+
+    def scale(self, d_k):
+        return 1.0 / math.isqrt(d_k)
+
+
+class MaskRequired(StudentAttention):
+    """WRONG by the signature: no default for mask, so forward(Q, K, V) raises."""
+
+    def forward(self, Q, K, V, mask):
+        return super().forward(Q, K, V, mask)
+
+
+_LAST_FORWARD = {}
+
+
+class GlobalCache(StudentAttention):
+    """WRONG after a second forward: the cache is kept in a module global, not returned."""
+
+    def forward(self, Q, K, V, mask=None):
+        output, _LAST_FORWARD["cache"] = super().forward(Q, K, V, mask)
+        return output, None
+
+    def backward(self, grad_output, cache):
+        return super().backward(grad_output, _LAST_FORWARD["cache"])
+
+
 class ScalesQInPlace(StudentAttention):
     """WRONG: scales the caller's Q in place."""
 
@@ -720,8 +760,8 @@ def central_right(f, X, h=None):
     return grad
 
 
-def central_on_copies(f, X, h=1e-5):
-    """Right, written differently: two fresh copies per entry, a default step in the signature."""
+def on_copies(f, X, h):
+    """Central differences on two fresh copies per entry."""
     grad = np.empty_like(X)
     for index in np.ndindex(X.shape):
         up, down = X.copy(), X.copy()
@@ -729,6 +769,11 @@ def central_on_copies(f, X, h=1e-5):
         down[index] -= h
         grad[index] = (f(up) - f(down)) / (2 * h)
     return grad
+
+
+def central_on_copies(f, X, h=None):
+    """Right, written differently: two fresh copies per entry, a default step of 1e-5."""
+    return on_copies(f, X, 1e-5 if h is None else h)
 
 
 def central_flat_view(f, X, h=None):
@@ -1715,7 +1760,7 @@ class Red2LogSumExpCache(StudentAttention):
 
 # ---------------- 19.4 (c)
 def red2_c_h_none_unhandled(f, X, h=None):  # WRONG: h=None reaches the arithmetic
-    return central_on_copies(f, X, h)
+    return on_copies(f, X, h)
 
 
 red2_c_sqrt_eps = central_step(math.sqrt(np.finfo(np.float64).eps))  # WRONG: 1.5e-8 < 1e-7

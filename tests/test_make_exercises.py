@@ -34,10 +34,10 @@ needs_master = pytest.mark.skipif(
 ANCHORS = [f"exercise-19-{n}" for n in range(1, 5)]
 # Every checker cell, in order, and the exercise label its report starts with.
 CHECKERS = (
-    ("check_exercise_19_1(", "19.1"),
-    ("check_exercise_19_2(", "19.2"),
-    ("check_exercise_19_3(", "19.3"),
-    ("check_exercise_19_4(", "19.4"),
+    ("check_exercise_19_1(", "19.1 (b)"),
+    ("check_exercise_19_2(", "19.2 (b)"),
+    ("check_exercise_19_3(", "19.3 (b)"),
+    ("check_exercise_19_4(", "19.4 (a)"),
     ("check_exercise_19_4c(", "19.4 (c)"),
 )
 

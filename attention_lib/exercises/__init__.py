@@ -37,11 +37,21 @@ Tolerances, relative and norm-wise (:func:`attention_lib.relative_error`):
 
 One module per exercise: :mod:`.soft_lookup` (19.1), :mod:`.score_variance`
 (19.2), :mod:`.softmax_row` (19.3), :mod:`.masked_attention` (19.4 (a)) and
-:mod:`.finite_differences` (19.4 (c)); ``_harness`` runs the student's code,
-``_report`` holds what a checker returns.
+:mod:`.finite_differences` (19.4 (c)); ``_harness`` runs the student's code
+(each call on a thread of its own, stopped after 10 s of CPU time), ``_report``
+holds what a checker returns. Each code checker's module docstring has the
+table of what its probes cover; docs/teaching.md gathers them.
+
+The catalogue of diagnoses is data: ``DIAGNOSES`` holds one
+:class:`Diagnosis` per name a checker can give (its exercise and part, a title
+in plain words, the hint it gives, and whether it is a note), gathered from each
+checker's table of mistakes; ``GENERIC_DIAGNOSES`` are the names that say only
+"wrong" (no mistake named, no relation found), the last resort.
 """
 
-from ._report import ExerciseReport, Finding
+from . import finite_differences, masked_attention, score_variance, soft_lookup, softmax_row
+from ._harness import GENERIC_DIAGNOSES
+from ._report import Diagnosis, ExerciseReport, Finding
 from .finite_differences import check_exercise_19_4c
 from .masked_attention import check_exercise_19_4
 from .score_variance import check_exercise_19_2
@@ -53,10 +63,19 @@ from .soft_lookup import (
 )
 from .softmax_row import check_exercise_19_3
 
+DIAGNOSES = tuple(
+    diagnosis
+    for module in (soft_lookup, score_variance, softmax_row, masked_attention, finite_differences)
+    for diagnosis in module.MISTAKES.diagnoses()
+)
+
 __all__ = [
+    "DIAGNOSES",
     "EQUAL_SCORES_CHOICES",
+    "GENERIC_DIAGNOSES",
     "ROLE_CHOICES",
     "VALUES_DOUBLED_CHOICES",
+    "Diagnosis",
     "ExerciseReport",
     "Finding",
     "check_exercise_19_1",

@@ -29,6 +29,28 @@ class Finding(NamedTuple):
     hint: str = ""
 
 
+class Diagnosis(NamedTuple):
+    """One entry of the catalogue of diagnoses: where a name is given, in plain words.
+
+    ``exercise`` and ``part`` say which checker gives it (``"19.4"``, ``"a"``);
+    ``title`` says the mistake in a few words, for a board or a table;
+    ``hint`` is where the checker sends the student to read; ``note`` marks a
+    remark that does not fail the answer.
+
+    Examples
+    --------
+    >>> Diagnosis("19.3", "b", "row_term_sign", "the row term added, not subtracted").part
+    'b'
+    """
+
+    exercise: str
+    part: str
+    name: str
+    title: str
+    hint: str = ""
+    note: bool = False
+
+
 @dataclass(frozen=True)
 class ExerciseReport:
     """What a checker found: ``.passed``, ``.findings`` and a readable display.
@@ -38,15 +60,18 @@ class ExerciseReport:
     lists what a passing answer was checked against, one ✓ line each;
     ``notes`` are named remarks that do not fail the answer (a float32 input
     that came back as float64, for example); ``tolerance_note`` is a line
-    about the tolerance, shown whenever the answer was attempted.
+    about the tolerance, shown whenever the answer was attempted; ``part`` is
+    the part of the exercise the checker judges (``"b"`` for 19.1-19.3, ``"a"``
+    and ``"c"`` for 19.4), the key of the catalogue of diagnoses with
+    ``exercise``.
 
     Examples
     --------
-    >>> report = ExerciseReport("19.9", "an example", checked=("it runs",))
+    >>> report = ExerciseReport("19.9", "an example", checked=("it runs",), part="b")
     >>> report.passed
     True
     >>> print(report)
-    Exercise 19.9 · an example: passed
+    Exercise 19.9 (b) · an example: passed
       ✓ it runs
     """
 
@@ -57,6 +82,7 @@ class ExerciseReport:
     attempted: bool = True
     tolerance_note: str = ""
     notes: tuple = ()
+    part: str = ""
 
     @property
     def passed(self):
@@ -74,7 +100,8 @@ class ExerciseReport:
         return tuple(note.diagnosis for note in self.notes)
 
     def __str__(self):
-        head = f"Exercise {self.exercise} · {self.title}: "
+        part = f" ({self.part})" if self.part else ""
+        head = f"Exercise {self.exercise}{part} · {self.title}: "
         if not self.attempted:
             lines = [head + "not attempted yet"]
             lines += [line for finding in self.findings for line in wrap(finding.message, "  ")]

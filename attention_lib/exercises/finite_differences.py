@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -30,24 +31,34 @@ from .. import pitfalls
 from ..attention import attention_backward, attention_forward
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask
+from ._attention_probes import Spec, inputs
 from ._harness import (
     FLOAT64_TOLERANCE,
+    Mistakes,
     NotAttempted,
     Stop,
     as_result,
-    constant_factor,
-    first_match,
+    relation,
     require_callable,
     run,
 )
-from ._report import Finding
 
 __all__ = ["check_exercise_19_4c"]
 
 STEP_RANGE = (1e-7, 1e-3)
-GIVEN_STEPS = (1e-4, 1e-5)
+_GRAD_NAMES = ("grad_Q", "grad_K", "grad_V")
 _CAUGHT = 1e-2  # the planted sign error's relative error is 0.2-0.6 on the probe
-_HINT = "chapter 19.3 (the tests check against finite differences); notebook 04_backward.ipynb"
+
+
+MISTAKES = Mistakes("19.4", "c")
+MISTAKES.models(
+    one_sided=lambda d: d.forward,
+    float32_arithmetic=lambda d: d.rounded,
+    divided_by_h=lambda d: 2 * d.central,
+    sign_flipped=lambda d: -d.central,
+    not_divided_by_h=lambda d: d.central * d.h,
+    operator_precedence=lambda d: d.central * d.h * d.h,
+)
 
 
 class _WrongShape(ValueError):
@@ -68,11 +79,18 @@ class _Recorder:
         return float(self.function(array.astype(np.float64)))
 
 
-def _attention_inputs():
-    rng = np.random.default_rng(1949)
-    Q, K = rng.standard_normal((2, 5, 4))
-    V, grad_output = rng.standard_normal((2, 5, 3))
-    return Q, K, V, causal_mask(5), grad_output
+def _attention_inputs(problem="causal"):
+    """Q, K, V, mask and an output gradient (float64) for one of ``GRADIENT_PROBLEMS``."""
+    return inputs(GRADIENT_PROBLEMS[problem])
+
+
+GRADIENT_PROBLEMS = {
+    "causal": Spec((), 5, 5, 4, 3),
+    "rectangular": Spec((), 3, 6, 4, 2),
+    "padding": Spec((2, 2), 3, 4, 4, 3, "padding"),
+    "no mask": Spec((), 4, 4, 4, 5, "None"),
+    "empty row": Spec((), 4, 4, 4, 3, "empty row"),
+}
 
 
 def _attention_loss(name):
@@ -89,11 +107,10 @@ def _smooth_functions():
     rng = np.random.default_rng(1940)
     weights = 0.5 * rng.standard_normal((3, 5))
     scale = rng.standard_normal((2, 3, 2))
+    row = 0.5 * rng.standard_normal((1, 5))
+    column = rng.standard_normal((3, 4))
     return {
-        "sin(x) + x²/2": (
-            lambda x: np.sum(np.sin(x)) + 0.5 * np.sum(x**2),
-            rng.standard_normal(4),
-        ),
+        "sin(x) + x²/2": (lambda x: np.sum(np.sin(x)) + 0.5 * np.sum(x**2), rng.standard_normal(4)),
         "log(sum(exp(W * X)))": (
             lambda X: np.log(np.sum(np.exp(weights * X))),
             rng.standard_normal((3, 5)),
@@ -102,17 +119,36 @@ def _smooth_functions():
             lambda X: np.sum(scale * np.tanh(X) ** 2),
             rng.standard_normal((2, 3, 2)),
         ),
+        "exp(x) cos(x), X 0-d": (lambda x: float(np.exp(x) * np.cos(x)), np.array(0.7)),
+        "log(sum(exp(w * X))), X (1, 5)": (
+            lambda X: np.log(np.sum(np.exp(row * X))),
+            rng.standard_normal((1, 5)),
+        ),
+        "sum(c * X³), X a transposed view": (
+            lambda X: np.sum(column * X**3),
+            rng.standard_normal((4, 3)).T,
+        ),
     }
+
+
+# How each probe passes h: left out, h=None, or a step given by keyword or by position
+STEP_FORMS = ("omitted", 1e-4, ("positional", 1e-5), None, 3e-6, None, "omitted", None, "omitted")
 
 
 @functools.cache
 def _probes():
-    """(name, function, X, the library's numerical gradient) for every probe."""
+    """(name, function, X, the library's numerical gradient, how h is passed) for every probe."""
     functions = dict(_smooth_functions())
     functions.update({f"the attention loss in {name}": _attention_loss(name) for name in "QKV"})
     return tuple(
-        (name, function, X, numerical_gradient(lambda X, f=function: float(f(X)), {"X": X}, "X"))
-        for name, (function, X) in functions.items()
+        (
+            name,
+            function,
+            X,
+            numerical_gradient(lambda X, f=function: float(f(X)), {"X": X}, "X"),
+            step,
+        )
+        for (name, (function, X)), step in zip(functions.items(), STEP_FORMS, strict=True)
     )
 
 
@@ -135,78 +171,32 @@ def _nudges(calls, X):
 
 def _structure_finding(calls, X, label):
     """A finding about where f was evaluated, or None when each entry moved by +h and -h alone."""
+    finding = functools.partial(MISTAKES.finding, label=label, size=X.size)
     if not calls:
-        return Finding(
-            "f_not_called",
-            f"central_difference never calls f ({label}): the numerical gradient comes from the "
-            "values f(X + h e_i) and f(X - h e_i).",
-            _HINT,
-        )
+        return finding("f_not_called")
     dtypes = {call.dtype for call in calls}
     if dtypes != {np.dtype(np.float64)}:
-        return _float32(f"f is called with arrays of dtype {', '.join(map(str, dtypes))}")
+        return finding("float32_arithmetic", what=f"f is called with arrays of {dtypes.pop()}")
     offsets = _nudges(calls, X)
     moved = [np.flatnonzero(offset) for offset in offsets]
-    several = [
-        (offset, entries)
-        for offset, entries in zip(offsets, moved, strict=True)
-        if entries.size > 1
-    ]
+    several = [entries for entries in moved if entries.size > 1]
+    if several and several[0].size == X.size and not any(m.size == 1 for m in moved):
+        return finding("all_entries_at_once")
     if several:
-        offset, entries = several[0]
-        if entries.size == X.size and not any(m.size == 1 for m in moved):
-            return Finding(
-                "all_entries_at_once",
-                f"central_difference moves every entry of X at once ({label}): f(X + h) - f(X - h) "
-                "is the slope along the diagonal, the same number for every entry. Move one "
-                "entry at a time (for index in np.ndindex(X.shape)).",
-                _HINT,
-            )
-        rows = {index[0] for index in zip(*np.unravel_index(entries, X.shape), strict=True)}
-        if X.ndim > 1 and len(rows) == 1 and entries.size == X[0].size:
-            return Finding(
-                "whole_row_nudged",
-                f"central_difference moves a whole row of X at once ({label}): for a 2-D or "
-                "larger X, `X[i] += h` moves every entry of row i. Index one entry, "
-                "`X[index]` with index from np.ndindex(X.shape) (or use X.flat / X.reshape(-1)).",
-                _HINT,
-            )
-        return Finding(
-            "not_restored",
-            f"an entry is not put back after its nudge ({label}): f is evaluated where earlier "
-            "entries are still moved, so every later entry's difference is taken at another "
-            "point, and X comes back changed. Save the entry, nudge it, then write the saved "
-            "value back.",
-            _HINT,
-        )
+        rows = set(np.unravel_index(several[0], X.shape)[0]) if X.ndim else set()
+        whole_row = X.ndim > 1 and len(rows) == 1 and several[0].size == X[0].size
+        what = "f is evaluated where earlier entries are still moved"
+        return finding("whole_row_nudged") if whole_row else finding("not_restored", what=what)
     signs = {}
     for offset, entries in zip(offsets, moved, strict=True):
         if entries.size == 1:
             signs.setdefault(int(entries[0]), set()).add(np.sign(offset.flat[entries[0]]))
     if not signs:
-        return Finding(
-            "aliased_copies",
-            f"f is only ever evaluated at X itself ({label}): every nudge is undone before f "
-            "sees it. `X_plus = X` makes no copy, so X_plus and X_minus are one array with X; "
-            "use `X.copy()`, or nudge, evaluate, and only then move on.",
-            _HINT,
-        )
+        return finding("aliased_copies")
     if len(signs) < X.size:
-        return Finding(
-            "entries_skipped",
-            f"only {len(signs)} of the {X.size} entries of X are nudged ({label}): visit every "
-            "index of X, whatever its number of axes (np.ndindex(X.shape)).",
-            _HINT,
-        )
+        return finding("entries_skipped", nudged=len(signs))
     if any(len(entry_signs) < 2 for entry_signs in signs.values()):
-        return Finding(
-            "one_sided",
-            f"the difference is one-sided ({label}): f is evaluated at X and at X + h e_i (or "
-            "X - h e_i), not at both X + h e_i and X - h e_i. A one-sided difference has an "
-            "error that shrinks like h, a central one like h² (notebook 04's explorer draws "
-            "both): `(f(X + h e_i) - f(X - h e_i)) / (2 h)`.",
-            _HINT,
-        )
+        return finding("one_sided")
     return None
 
 
@@ -217,50 +207,22 @@ def _steps_used(calls, X):
     return float(sizes.min()), float(sizes.max())
 
 
-def _float32(what):
-    return Finding(
-        "float32_arithmetic",
-        f"{what}: central differences need float64. A difference of two nearly equal losses "
-        "keeps only the digits the losses do not share, fewer the smaller h is: float32 "
-        "(eps 1.2e-7) has about 7 to lose, hardly one left at h = 1e-6; float64 (eps 2.2e-16) "
-        "keeps about 10 there.",
-        _HINT,
-    )
-
-
 def _restored(X_after, X, h, label):
     """X must come back exactly as it was; round-off of x + h - h has its own finding."""
     if X_after.shape == X.shape and np.array_equal(X_after, X):
         return
-    if X_after.shape != X.shape:  # X.shape = ... or X.resize(...) in place
-        change = np.full(X.shape, np.inf)
-    else:
-        change = np.abs(X_after.astype(np.float64) - X)
+    same_shape = X_after.shape == X.shape  # else: X.shape = ... or X.resize(...) in place
+    change = np.abs(X_after.astype(np.float64) - X) if same_shape else np.full(X.shape, np.inf)
     if np.all(change <= _roundoff(X, h)):
-        raise Stop(
-            Finding(
-                "restored_with_roundoff",
-                f"X comes back changed in its last bits at {np.count_nonzero(change)} of its "
-                f"{X.size} entries ({label}): `X[i] += h` then `X[i] -= h` does not always give "
-                "X[i] back in floating point (0.1 + 1e-5 - 1e-5 is not 0.1), and X must come "
-                "back exactly as it was given: the caller's Q, K or V would drift a little with "
-                "every check. Save the entry, nudge it, then write the saved value back.",
-                _HINT,
-            )
-        )
-    raise Stop(
-        Finding(
-            "not_restored",
-            f"X comes back changed ({label}, by up to {np.max(change):.1g}): an entry is "
-            "not put back after its nudge. A caller's array must not change: save "
-            "the entry, nudge it, evaluate f, then write the saved value back.",
-            _HINT,
-        )
-    )
+        count = np.count_nonzero(change)
+        raise MISTAKES.stop("restored_with_roundoff", count=count, size=X.size, label=label)
+    what = f"X comes back changed, by up to {np.max(change):.1g}"
+    raise MISTAKES.stop("not_restored", what=what, label=label)
 
 
-def _value_models(function, X, h):
-    """(name, gradient) that the usual arithmetic mistakes give with step ``h``."""
+def _differences(function, X, h):
+    """What the usual arithmetic mistakes are built from, with step ``h``: the central,
+    the one-sided and the float32-rounded differences."""
 
     def f(X):
         return float(function(X))
@@ -277,164 +239,91 @@ def _value_models(function, X, h):
         minus = f(moved)
         forward[index] = (plus - base) / h
         rounded[index] = (float(np.float32(plus)) - float(np.float32(minus))) / (2 * h)
-    return [
-        ("divided_by_h", 2 * central),
-        ("sign_flipped", -central),
-        ("one_sided", forward),
-        ("float32_arithmetic", rounded),
-        ("not_divided_by_h", central * h),
-        ("operator_precedence", central * h * h),
-    ]
+    return SimpleNamespace(central=central, forward=forward, rounded=rounded, h=h)
 
 
-_VALUE_MISTAKES = {
-    "divided_by_h": "the difference is divided by h instead of 2h: f(X + h e_i) and "
-    "f(X - h e_i) lie 2h apart, so `(f(X + h e_i) - f(X - h e_i)) / (2 h)`.",
-    "sign_flipped": "the sign is flipped: it is f(X + h e_i) - f(X - h e_i), the value after "
-    "the step up minus the value after the step down.",
-    "one_sided": "the difference is one-sided, `(f(X + h e_i) - f(X)) / h`: its error shrinks "
-    "like h, a central one's like h². Use `(f(X + h e_i) - f(X - h e_i)) / (2 h)`.",
-    "not_divided_by_h": "the difference is divided by 2, not by 2h: a slope is a rise over a "
-    "run, and the run from X - h e_i to X + h e_i is 2h.",
-    "operator_precedence": "the difference is divided by 2 and then multiplied by h: "
-    "`(...) / 2 * h` is `((...) / 2) * h` in Python. Write `(...) / (2 * h)`.",
-}
+def _explain(recorder, X, h, label, name, message, error):
+    """The student's exception on this probe, named by what the probe asks of the function."""
+    if isinstance(error, _WrongShape):
+        return MISTAKES.finding(
+            "f_called_with_wrong_shape", shape=recorder.calls[-1].shape, label=label
+        )
+    if (
+        isinstance(error, TypeError)
+        and h is None
+        and ("argument" in str(error) or "None" in str(error))
+    ):
+        return MISTAKES.finding(
+            "no_default_step", label=label, error=message.split(" raised ", 1)[-1]
+        )
+    if isinstance(error, IndexError | TypeError):
+        return MISTAKES.finding("flat_index", relation=message, ndim=X.ndim)
+    return None
 
 
-def _check_one(student, central_difference, name, function, X, reference, h):
-    label = f"on f(X) = {name}, X of shape {X.shape}" + ("" if h is None else f", h = {h:g}")
+def _check_one(student, central_difference, name, function, X, reference, step_form):
+    h = step_form[1] if isinstance(step_form, tuple) else step_form
+    h = None if h == "omitted" else h
+    shape = f"X of shape {X.shape}" + " (not contiguous)" * (not X.flags.c_contiguous)
+    if step_form in ("omitted", None):
+        passed = ", h left out" if step_form == "omitted" else ", h=None"
+    else:
+        passed = f", h = {h:g}" + " by position" * isinstance(step_form, tuple)
+    label = f"on f(X) = {name}, {shape}{passed}"
     recorder = _Recorder(function, X.shape)
-    given = X.copy()
-    arguments = (recorder, given) if h is None else (recorder, given, h)
-    try:
-        value = student.call(central_difference, "central_difference", *arguments, label=label)
-    except Stop as stop:
-        if isinstance(stop.error, _WrongShape):
-            raise Stop(
-                Finding(
-                    "f_called_with_wrong_shape",
-                    f"f is called with an array of shape {recorder.calls[-1].shape} ({label}): "
-                    "call it with an array of X's own shape, one entry changed.",
-                    _HINT,
-                )
-            ) from None
-        if (
-            isinstance(stop.error, TypeError)
-            and h is None
-            and any(word in str(stop.error) for word in ("argument", "NoneType"))
-        ):
-            raise Stop(
-                Finding(
-                    "no_default_step",
-                    f"central_difference(f, X) without a step, so with h=None, fails: "
-                    f"{stop.findings[0].message.split(' raised ', 1)[-1]}\nGive h a default: "
-                    "`def central_difference(f, X, h=None):` and `if h is None: h = ...` "
-                    "inside, with your step.",
-                    _HINT,
-                )
-            ) from None
-        if isinstance(stop.error, IndexError) and X.ndim > 1:
-            raise Stop(
-                Finding(
-                    "flat_index",
-                    f"{stop.findings[0].message}\nFor X of shape {X.shape}, `X[i]` with i up to "
-                    "X.size is a row, not an entry, and runs out of rows: use "
-                    "`for index in np.ndindex(X.shape)` (or X.flat / X.reshape(-1)).",
-                    _HINT,
-                )
-            ) from None
-        raise
+    given = X.copy(order="K") if X.flags.c_contiguous else np.asfortranarray(X)
+    arguments = (recorder, given) + ((h,) if isinstance(step_form, tuple) else ())
+    keywords = {} if step_form == "omitted" or isinstance(step_form, tuple) else {"h": h}
+    explain = functools.partial(_explain, recorder, X, h, label)
+    value = student.call(
+        central_difference,
+        "central_difference",
+        *arguments,
+        label=label,
+        explain=explain,
+        **keywords,
+    )
     structure = _structure_finding(recorder.calls, X, label)
     if structure is not None:
         raise Stop(structure)
     smallest, step = _steps_used(recorder.calls, X)
     _restored(given, X, step, label)
     result = as_result(value, f"central_difference(f, X) {label}", X.shape)
-    if result.dtype.kind in "iu":
-        raise Stop(
-            Finding(
-                "integer_result",
-                f"central_difference returns {result.dtype} ({label}): the gradient array was "
-                "made with an integer dtype (`np.zeros(X.shape, dtype=int)`?), so every entry is "
-                "cut to a whole number as it is stored. Make it float64: `np.zeros(X.shape)`.",
-                _HINT,
-            )
-        )
+    stop = functools.partial(MISTAKES.stop, label=label, step=step)
     if result.dtype != np.float64:
-        raise Stop(_float32(f"central_difference returns {result.dtype} ({label})"))
+        if result.dtype.kind in "iu":
+            raise stop("integer_result", dtype=result.dtype)
+        raise stop("float32_arithmetic", what=f"central_difference returns {result.dtype}")
     if not math.isclose(smallest, step, rel_tol=1e-3):
-        raise Stop(
-            Finding(
-                "uneven_step",
-                f"central_difference moves the entries by different amounts, from "
-                f"{smallest:.2g} to {step:.2g} ({label}): move every entry by the same h "
-                "(a step scaled by |x| is another method, not the one asked for here).",
-                _HINT,
-            )
-        )
+        raise stop("uneven_step", smallest=smallest)
     if h is not None and not math.isclose(step, h, rel_tol=1e-3):
-        raise Stop(
-            Finding(
-                "ignores_h",
-                f"central_difference moves each entry by {step:.1g} when it is given h = {h:g} "
-                f"({label}): use the step it is given, and your own only when h is None.",
-                _HINT,
-            )
-        )
-    error = relative_error(result, reference)
+        raise stop("ignores_h", h=h)
+    size = relative_error(result, reference)
     if h is None and not STEP_RANGE[0] <= step <= STEP_RANGE[1]:
-        too_large = step > STEP_RANGE[1]
-        raise Stop(
-            Finding(
-                "step_too_large" if too_large else "step_too_small",
-                f"your default step h = {step:.1g} lies {'above' if too_large else 'below'} "
-                f"{STEP_RANGE[1 if too_large else 0]:.0e}, outside the range the exercise "
-                f"states ({label}; relative error {error:.1g} against the library's, which may "
-                "be small on this f and not on another): in float64 a central difference's "
-                "truncation error grows like h², and its round-off error like 1e-16 |f| / h; "
-                "about 1e-6 to 1e-5 balances the two (notebook 04's explorer).",
-                _HINT,
-            )
-        )
-    if error >= FLOAT64_TOLERANCE:
-        mistake = first_match(result, _value_models(function, X, step), FLOAT64_TOLERANCE)
+        raise stop("step_too_large" if step > STEP_RANGE[1] else "step_too_small", error=size)
+    if size >= FLOAT64_TOLERANCE:
+        mistake = MISTAKES.match(result, _differences(function, X, step), FLOAT64_TOLERANCE)
         if mistake == "float32_arithmetic":
-            raise Stop(_float32(f"the values of f are rounded to float32 ({label})"))
+            raise stop(mistake, what="the values of f are rounded to float32")
         if mistake is not None:
-            raise Stop(Finding(mistake, f"{_VALUE_MISTAKES[mistake]} ({label})", _HINT))
-        factor = constant_factor(result, reference, FLOAT64_TOLERANCE)
-        if factor is not None:
-            raise Stop(
-                Finding(
-                    "off_by_factor",
-                    f"your gradient is {factor:.3g} times the right one ({label}): "
-                    "`(f(X + h e_i) - f(X - h e_i)) / (2 h)` has no other factor.",
-                    _HINT,
-                )
-            )
-        raise Stop(
-            Finding(
-                "wrong_gradient",
-                f"your gradient differs from attention_lib's numerical_gradient ({label}; "
-                f"relative error {error:.2g}) and matches none of the usual mistakes.",
-                _HINT,
-            )
-        )
+            raise Stop(MISTAKES.finding(mistake, f"{MISTAKES[mistake].message} ({label})."))
+        kind, words = relation(result, reference, FLOAT64_TOLERANCE) or (None, None)
+        names = {"zero": "gradient_all_zero", "sign": "sign_flipped", "factor": "off_by_factor"}
+        name = names.get(kind, "wrong_rows" if kind else "wrong_gradient")
+        words = words or f"differs from the library's (relative error {size:.2g}), no known mistake"
+        raise stop(name, relation=words)
     return result, step
 
 
 def _check_central_difference(student, central_difference):
     require_callable(central_difference, "central_difference")
-    steps = []
-    probes = _probes()
-    given = dict(zip((name for name, *_ in probes[1:3]), GIVEN_STEPS, strict=True))
-    results = {}
-    for name, function, X, reference in probes:
+    steps, results = [], {}
+    for name, function, X, reference, step_form in _probes():
         result, step = _check_one(
-            student, central_difference, name, function, X, reference, given.get(name)
+            student, central_difference, name, function, X, reference, step_form
         )
         results[name] = result
-        if name not in given:
+        if step_form in ("omitted", None):
             steps.append(step)
     Q, K, V, mask, grad_output = _attention_inputs()
     _, cache = attention_forward(Q, K, V, mask, return_cache=True)
@@ -447,28 +336,9 @@ def _check_central_difference(student, central_difference):
     catches = min(relative_error(a, n) for a, n in zip(planted[:2], numeric[:2], strict=True))
     # Implied by the agreement above, up to its tolerance; checked, since the line says so.
     if not passes or catches <= _CAUGHT:
-        raise Stop(
-            Finding(
-                "misjudges_attention",
-                "with your central_difference on the attention loss, attention_backward (right) "
-                "must agree to 1e-6 and pitfalls.attention_backward_with_sign_error (wrong) must "
-                "not; here one of them does not, although it agrees with the library on each "
-                "probe: look at its precision.",
-                _HINT,
-            )
-        )
-    shapes = ", ".join(str(X.shape) for _, _, X, _ in probes[:3])
-    return [
-        f"agrees with attention_lib's numerical_gradient (relative error below "
-        f"{FLOAT64_TOLERANCE:.0e}) on smooth functions of arrays of shapes {shapes} and on the "
-        "attention loss, where it passes attention_backward and catches "
-        "pitfalls.attention_backward_with_sign_error",
-        "central: each entry is moved by +h and by -h, one at a time",
-        f"uses the step h it is given ({', '.join(f'{h:g}' for h in GIVEN_STEPS)}); its default "
-        f"step, {steps[0]:.0e}, lies within {STEP_RANGE[0]:.0e}..{STEP_RANGE[1]:.0e}",
-        "computes in float64",
-        "X comes back exactly as it was given",
-    ]
+        raise MISTAKES.stop("misjudges_attention")
+    shapes = ", ".join(str(X.shape) for _, _, X, _, _ in _probes()[:6])
+    return MISTAKES.checked(shapes=shapes, step=steps[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -479,9 +349,9 @@ def _library_forward(Q, K, V, mask=None):
     return attention_forward(Q, K, V, mask, return_cache=True)
 
 
-def _errors(student, gradient_errors, backward, label, scale=1.0):
+def _errors(student, gradient_errors, backward, problem, label, scale=1.0):
     Q, K, V, mask, grad_output = (
-        None if a is None else np.array(a, copy=True) for a in _attention_inputs()
+        None if a is None else np.array(a, copy=True) for a in _attention_inputs(problem)
     )
     grad_output = grad_output * scale
     student.forget()
@@ -500,14 +370,59 @@ def _errors(student, gradient_errors, backward, label, scale=1.0):
     )
     errors = _read_errors(value, label)
     if not np.all(np.isfinite(errors)) or np.any(errors < 0):
-        raise Stop(
-            Finding(
-                "not_finite",
-                f"gradient_errors {label} returns {errors.tolist()}: relative errors are "
-                "finite and at least 0 (a 0 / 0 for an all-zero gradient?).",
-            )
+        raise MISTAKES.stop(
+            "not_finite",
+            f"gradient_errors {label} returns {errors.tolist()}: relative errors are finite and "
+            "at least 0. A masked key's gradient is exactly 0 in both arrays: an error taken "
+            "entry by entry divides 0 by 0 there; take one norm-wise error per gradient.",
         )
     return errors
+
+
+def _grad_V_halved(grad_output, cache):
+    """Planted: right but for grad_V, which is half what it should be."""
+    grad_Q, grad_K, grad_V = attention_backward(grad_output, cache)
+    return grad_Q, grad_K, grad_V / 2
+
+
+def _causal_forced(grad_output, cache):
+    """Planted: a causal mask of its own on the cached weights (right for causal masks only)."""
+    causal = causal_mask(*cache.weights.shape[-2:])
+    return attention_backward(grad_output, cache._replace(weights=cache.weights * causal))
+
+
+def _mask_ignored(grad_output, cache):
+    """Planted: the weights recomputed without the mask."""
+    return attention_backward(grad_output, _library_forward(cache.Q, cache.K, cache.V)[1])
+
+
+PLANTED = {
+    "attention_backward": attention_backward,
+    "the planted sign error": pitfalls.attention_backward_with_sign_error,
+    "a backward wrong in grad_V alone (half of it)": _grad_V_halved,
+    "a backward that ignores the mask": _mask_ignored,
+    "a backward that applies a causal mask of its own": _causal_forced,
+}
+
+
+@functools.cache
+def _numerical(problem):
+    """The library's central differences of the attention loss of ``problem``, in Q, K, V."""
+    Q, K, V, mask, grad_output = _attention_inputs(problem)
+    inputs = {"Q": Q, "K": K, "V": V}
+
+    def loss(**arrays):
+        return float(np.sum(grad_output * attention_forward(**arrays, mask=mask)))
+
+    return tuple(numerical_gradient(loss, inputs, name) for name in inputs)
+
+
+def _true_errors(problem, planted):
+    """The relative errors of ``PLANTED[planted]`` on ``problem``; each lies far from 1e-6
+    (below 1e-8 or above 1e-2, tests/test_exercises.py checks)."""
+    Q, K, V, mask, grad_output = _attention_inputs(problem)
+    grads = PLANTED[planted](grad_output, _library_forward(Q, K, V, mask)[1])
+    return np.array([relative_error(g, n) for g, n in zip(grads, _numerical(problem), strict=True)])
 
 
 def _read_errors(value, label):
@@ -519,15 +434,7 @@ def _read_errors(value, label):
     )
     items = list(value) if is_sequence else []
     if any(isinstance(item, bool | np.bool_) for item in items):
-        raise Stop(
-            Finding(
-                "returns_verdicts",
-                f"gradient_errors {label} returns True/False verdicts (np.allclose?), not the "
-                "relative errors: return the three numbers, and compare them with a tolerance "
-                "where you judge them.",
-                _HINT,
-            )
-        )
+        raise MISTAKES.stop("returns_verdicts", label=label)
     if len(items) == 3 and all(np.ndim(item) == 0 for item in items):
         try:
             return np.array([float(item) for item in items])
@@ -541,7 +448,7 @@ def _read_errors(value, label):
     elif items:
         got += f" of length {len(items)}"
     raise Stop(
-        Finding(
+        MISTAKES.finding(
             "wrong_type",
             f"gradient_errors {label} should return three numbers, the relative errors of "
             f"(grad_Q, grad_K, grad_V), got {got}.",
@@ -549,66 +456,42 @@ def _read_errors(value, label):
     )
 
 
+def _verdicts(errors):
+    return ", ".join(f"{n} {e:.2g}" for n, e in zip(_GRAD_NAMES, errors, strict=True))
+
+
 def _check_gradient_errors(student, gradient_errors):
+    """Each planted backward on each problem: the student's verdicts must be the true ones."""
     require_callable(gradient_errors, "gradient_errors")
-    planted = pitfalls.attention_backward_with_sign_error
-    right = _errors(student, gradient_errors, attention_backward, "for attention_backward")
-    if np.any(right >= FLOAT64_TOLERANCE):
-        raise Stop(
-            Finding(
-                "rejects_correct_backward",
-                "gradient_errors rejects attention_backward, which is right: it returns "
-                f"{', '.join(f'{e:.2g}' for e in right)} for (grad_Q, grad_K, grad_V). Is the "
-                "loss whose numerical gradient you take `sum(grad_output * output)`, the one "
-                "whose gradient backward returns, and do you compare each gradient with the "
-                "numerical gradient of its own input?",
-                _HINT,
+    said = {}
+    for problem in GRADIENT_PROBLEMS:
+        for planted, backward in PLANTED.items():
+            if "mask" in planted and problem == "no mask":
+                continue
+            label = f"for {planted}, on the {problem} problem"
+            errors = said[problem, planted] = _errors(
+                student, gradient_errors, backward, problem, label
             )
-        )
-    wrong = _errors(student, gradient_errors, planted, "for the planted sign error")
-    if wrong[0] < FLOAT64_TOLERANCE and min(wrong[1:]) > _CAUGHT:
-        raise Stop(
-            Finding(
-                "errors_wrong_order",
-                "gradient_errors returns its errors in another order: for the planted sign "
-                f"error it gives {', '.join(f'{e:.2g}' for e in wrong)}, but grad_V is the one "
-                "gradient it gets right. Return (error of grad_Q, of grad_K, of grad_V), in the "
-                "order backward returns them.",
-                _HINT,
-            )
-        )
-    if np.any(wrong[:2] <= _CAUGHT) or wrong[2] >= FLOAT64_TOLERANCE:
-        raise Stop(
-            Finding(
-                "misses_planted_bug",
-                "gradient_errors does not single out pitfalls.attention_backward_with_sign_error: "
-                f"it returns {', '.join(f'{e:.2g}' for e in wrong)} for (grad_Q, grad_K, grad_V), "
-                "where grad_Q and grad_K are wrong (relative errors 0.2-0.6) and grad_V is right. "
-                "Compare the gradients backward returns with the numerical ones.",
-                _HINT,
-            )
-        )
-    scaled = _errors(
-        student, gradient_errors, planted, "for the planted sign error, loss times 1e6", 1e6
-    )
-    if not np.allclose(scaled[:2], wrong[:2], rtol=1e-3):
-        raise Stop(
-            Finding(
-                "not_relative",
-                "gradient_errors is not a relative error: with the loss multiplied by 1e6 its "
-                f"errors for the planted bug change from {wrong[0]:.2g} to {scaled[0]:.2g} "
-                "(grad_Q). A relative error, such as ||a - n|| / (||a|| + ||n||) "
-                "(attention_lib.relative_error), does not change when the loss is scaled, so one "
-                "tolerance serves every problem.",
-                _HINT,
-            )
-        )
-    return [
-        "gradient_errors: attention_backward below 1e-06 for each gradient; the planted sign "
-        "error caught in grad_Q and grad_K, with grad_V right; the errors are relative "
-        "(unchanged when the loss is scaled by 1e6)",
-        "gradient_errors leaves Q, K, V, mask and grad_output unchanged",
-    ]
+            truth = _true_errors(problem, planted)
+            says, is_right = errors < FLOAT64_TOLERANCE, truth < FLOAT64_TOLERANCE
+            if np.array_equal(says, is_right):
+                continue
+            stop = functools.partial(MISTAKES.stop, label=label, errors=_verdicts(errors))
+            if planted == "attention_backward":
+                raise stop("rejects_correct_backward")
+            if any(
+                np.array_equal(says[list(o)], is_right) for o in ((2, 1, 0), (1, 0, 2), (0, 2, 1))
+            ):
+                wrong = ", ".join(n for n, r in zip(_GRAD_NAMES, is_right, strict=True) if not r)
+                raise stop("errors_wrong_order", wrong=wrong)
+            raise stop("misses_planted_bug", planted=planted, truth=_verdicts(truth))
+    error = said["causal", "the planted sign error"][0]
+    label = "for the planted sign error, loss times 1e6"
+    sign_error = PLANTED["the planted sign error"]
+    scaled = _errors(student, gradient_errors, sign_error, "causal", label, 1e6)[0]
+    if not math.isclose(scaled, error, rel_tol=1e-2):
+        raise MISTAKES.stop("not_relative", scaled=scaled, error=error)
+    return MISTAKES.checked("_gradient_errors", problems=", ".join(GRADIENT_PROBLEMS))
 
 
 def _judge_own(student, gradient_errors, forward, backward):
@@ -622,22 +505,13 @@ def _judge_own(student, gradient_errors, forward, backward):
         errors = _read_errors(value, "on your pair")
     except (NotAttempted, Stop) as problem:
         # gradient_errors has run before, so part (a)'s scaffold shows up as "unfinished"
-        if isinstance(problem, Stop) and problem.findings[0].diagnosis == "unfinished":
-            student.note(
-                "own_pair_not_attempted",
-                "your forward and backward of part (a) are not written yet, so only the "
-                "library's and the planted pass were judged.",
-            )
-        else:
-            student.note(
-                "own_pair_not_judged",
-                "your gradient_errors could not judge your own forward and backward of part "
-                "(a) (they raise or return something else); run 19.4 (a)'s checker.",
-            )
+        unwritten = isinstance(problem, Stop) and problem.findings[0].diagnosis == "unfinished"
+        name = "own_pair_not_attempted" if unwritten else "own_pair_not_judged"
+        student.note(name, MISTAKES[name].message)
         return
     text = ", ".join(
         f"{name} {'below 1e-06' if error < FLOAT64_TOLERANCE else f'{error:.2g}'}"
-        for name, error in zip(("grad_Q", "grad_K", "grad_V"), errors, strict=True)
+        for name, error in zip(_GRAD_NAMES, errors, strict=True)
     )
     verdict = (
         "they agree with finite differences"
@@ -645,8 +519,7 @@ def _judge_own(student, gradient_errors, forward, backward):
         else "your backward is wrong where the error is large (19.4 (a)'s checker names it)"
     )
     student.note(
-        "own_pair_judged",
-        f"your gradient_errors on your forward and backward of part (a): {text}: {verdict}.",
+        "own_pair_judged", MISTAKES.finding("own_pair_judged", errors=text, verdict=verdict).message
     )
 
 
@@ -709,7 +582,8 @@ def check_exercise_19_4c(central_difference, gradient_errors=None, *, forward=No
     ('one_sided',)
     """
     return run(
-        "19.4 (c)",
+        "19.4",
+        "c",
         "your own gradient check",
         lambda student: _findings(student, central_difference, gradient_errors, forward, backward),
     )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._harness import NotAttempted, Stop, run
-from ._report import Finding
+from ._harness import Mistakes, NotAttempted, Stop, run
 
 __all__ = [
     "EQUAL_SCORES_CHOICES",
@@ -33,7 +32,6 @@ EQUAL_SCORES_CHOICES = {
     "d": "a row of zeros",
 }
 
-_HINT = "chapter 19.1; notebook 01_soft_lookup.ipynb"
 
 # For each question: the right choice, and why each wrong choice is wrong.
 _QUESTIONS = {
@@ -85,6 +83,7 @@ _QUESTIONS = {
         },
     ),
 }
+MISTAKES = Mistakes("19.1", "b")
 _CHOICES = {
     "query": ROLE_CHOICES,
     "key": ROLE_CHOICES,
@@ -98,18 +97,16 @@ def _findings(student, answers):
     if callable(answers):
         answers = student.call(answers, "your answers function")
     if not isinstance(answers, Mapping):
-        raise Stop(
-            Finding(
-                "wrong_type",
-                "the answers should be a dict that maps each question to a letter, "
-                f"{{'query': '?', 'key': '?', ...}}, got {type(answers).__name__}.",
-            )
+        raise MISTAKES.stop(
+            "wrong_type",
+            "the answers should be a dict that maps each question to a letter, "
+            f"{{'query': '?', 'key': '?', ...}}, got {type(answers).__name__}.",
         )
     unknown = sorted(map(str, set(answers) - set(_QUESTIONS)))
     if all(answers.get(question) is None for question in _QUESTIONS) and not unknown:
         raise NotAttempted("No question has an answer yet: give each one a letter.")
     findings = [
-        Finding(
+        MISTAKES.finding(
             "unknown_question",
             f"there is no question {name!r}; the questions are {', '.join(_QUESTIONS)}.",
         )
@@ -119,31 +116,18 @@ def _findings(student, answers):
         choice = answers.get(question)
         choices = _CHOICES[question]
         if choice is None:
-            findings.append(Finding("not_answered", f"{question}: not answered yet."))
+            findings.append(MISTAKES.finding("not_answered", f"{question}: not answered yet."))
             continue
         choice = str(choice).strip().lower()
         if choice not in choices:
-            findings.append(
-                Finding(
-                    "invalid_choice",
-                    f"{question}: {choice!r} is not one of the choices {', '.join(choices)}.",
-                )
-            )
+            message = f"{question}: {choice!r} is not one of the choices {', '.join(choices)}."
+            findings.append(MISTAKES.finding("invalid_choice", message))
         elif choice != right:
-            findings.append(
-                Finding(
-                    f"{question}_choice",
-                    f"{question}: you chose ({choice}) {choices[choice]}. {explanations[choice]}",
-                    _HINT,
-                )
-            )
+            message = f"{question}: you chose ({choice}) {choices[choice]}. {explanations[choice]}"
+            findings.append(MISTAKES.finding(f"{question}_choice", message))
     if findings:
         raise Stop(*findings)
-    return [
-        "the query asks, the key is what is found, the value is what is handed over",
-        "doubling the values doubles the output and leaves the weights alone",
-        "equal scores give equal weights: the output is the average of the values",
-    ]
+    return MISTAKES.checked()
 
 
 def check_exercise_19_1(answers):
@@ -169,4 +153,4 @@ def check_exercise_19_1(answers):
     >>> report.passed, report.diagnoses
     (False, ('value_choice',))
     """
-    return run("19.1", "soft lookup", lambda student: _findings(student, answers))
+    return run("19.1", "b", "soft lookup", lambda student: _findings(student, answers))
