@@ -6,7 +6,7 @@ import numpy as np
 from PIL import Image
 
 from attention_lib import plots
-from attention_lib.widgets import render_png
+from attention_lib.widgets import HiddenControl, render_png
 
 
 def assert_same_state(state, expected, where="state"):
@@ -53,3 +53,33 @@ def assert_frames_match_fresh_drawings(explorer, spec, changes):
             f"(first at row, column {tuple(int(i) for i in np.argwhere(different)[0])})"
         )
     return frame
+
+
+def default_frame_changes(explorer):
+    """One change per control, in order, each to a value it does not hold: what an
+    explorer's frame tests walk when they list none of their own.
+
+    A slider goes to an end, a switch flips, a selection takes another option; a
+    control no widget shows (a hidden one, a grid of its own) is left alone. The main
+    control then goes back, so every explorer gets at least three changes.
+    """
+    changes = []
+    for key, control in explorer.controls.items():
+        value = control.value
+        if isinstance(control, HiddenControl) or isinstance(value, tuple):
+            continue
+        if isinstance(value, bool):
+            changes.append({key: not value})
+        elif hasattr(control, "options"):
+            options = list(control._options_values)
+            changes.append({key: options[-1] if value != options[-1] else options[0]})
+        elif hasattr(control, "min") and hasattr(control, "max"):
+            low, high = control.min, control.max
+            if hasattr(control, "base"):  # FloatLogSlider: min and max are exponents
+                low, high = control.base**low, control.base**high
+            changes.append({key: high if value != high else low})
+    key = next(iter(changes[0]))
+    changes.append({key: explorer.values[key]})  # and back
+    while len(changes) < 3:
+        changes.append(changes[-2])
+    return changes

@@ -84,19 +84,27 @@ def smallest_drawn_text(fig):
     return float("inf"), ""
 
 
+#: The explorers' own PNG encoder (their figure's RGB rows, written without Pillow).
+EXPLORER_ENCODER = ("attention_lib.widgets._shell", "_encode")
+
+
 def note_png_text(log_path):
     """From now on, append ``{"sha256", "px", "text"}`` to ``log_path`` for every PNG
     made from a matplotlib figure (inline backend and ``savefig`` alike, and the
     explorers' own encoder): the smallest text in the PNG's own pixels.
 
     The browser tests load this into their servers' kernels: the page knows how
-    much each image is scaled, only the kernel knows its text. Both encoders read
-    the canvas' buffer (``buffer_rgba``) and then save a PNG with Pillow, so the
-    figure is noted at the first and the PNG's bytes hashed at the second.
+    much each image is scaled, only the kernel knows its text. matplotlib's PNGs
+    are saved by Pillow after the canvas' buffer is read (``buffer_rgba``), so the
+    figure is noted at the first and the PNG's bytes hashed at the second; the
+    explorers' encoder (:data:`EXPLORER_ENCODER`) is wrapped as its module is
+    imported, which the kernel does later, if at all.
     """
     import hashlib
+    import importlib.util
     import io
     import json
+    import sys
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from PIL import Image
@@ -105,6 +113,11 @@ def note_png_text(log_path):
     buffer_rgba = FigureCanvasAgg.buffer_rgba
     save = Image.Image.save
 
+    def note(png, px, text):
+        digest = hashlib.sha256(png).hexdigest()
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"sha256": digest, "px": px, "text": text}) + "\n")
+
     def noting_buffer_rgba(canvas):
         pending[:] = [smallest_drawn_text(canvas.figure)]
         return buffer_rgba(canvas)
@@ -112,11 +125,36 @@ def note_png_text(log_path):
     def hashing_save(image, fp, format=None, **params):
         result = save(image, fp, format, **params)
         if pending and isinstance(fp, io.BytesIO) and str(format).lower() == "png":
-            px, text = pending.pop()
-            digest = hashlib.sha256(fp.getvalue()).hexdigest()
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"sha256": digest, "px": px, "text": text}) + "\n")
+            note(fp.getvalue(), *pending.pop())
         return result
+
+    def noting_encoder(encode):
+        def encoded(canvas, *args, **kwargs):
+            png = encode(canvas, *args, **kwargs)
+            note(png, *pending.pop())  # buffer_rgba noted the figure on the way
+            return png
+
+        return encoded
+
+    class WrapEncoder:
+        """Finds the encoder's module for the import system, and wraps the encoder once
+        the module has run (then steps aside)."""
+
+        def find_spec(self, name, path, target=None):
+            module_name, attribute = EXPLORER_ENCODER
+            if name != module_name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                setattr(module, attribute, noting_encoder(getattr(module, attribute)))
+
+            spec.loader.exec_module = exec_module
+            return spec
 
     FigureCanvasAgg.buffer_rgba = noting_buffer_rgba
     Image.Image.save = hashing_save
+    sys.meta_path.insert(0, WrapEncoder())

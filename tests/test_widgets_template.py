@@ -1,12 +1,7 @@
 """Every explorer module follows the one contract, and its fast frames equal fresh drawings.
 
-The contract is written down in ``attention_lib/widgets/__init__.py``: the module
-defines ``update`` (pure, one keyword per control), ``draw`` (returns the scene),
-``refresh`` (moves it), ``table``, ``readout`` and its factory, and
-``EXPLORER = ExplorerSpec.from_module(__name__, ...)`` picks them up by name; the
-factory builds its explorer with ``EXPLORER.explorer(...)``, declares its buttons,
-wires dependent controls with ``follow`` and leaves layout, blitting order and
-resolution to the shell. Each rule is checked for every explorer the registry finds.
+The contract is written in ``docs/architecture.md`` ("The explorer contract");
+each of its rules is checked here for every explorer the registry finds.
 """
 
 import ast
@@ -18,16 +13,21 @@ import re
 
 import ipywidgets
 import pytest
-from explorer_asserts import assert_frames_match_fresh_drawings, assert_same_state
+from explorer_asserts import (
+    assert_frames_match_fresh_drawings,
+    assert_same_state,
+    default_frame_changes,
+)
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from attention_lib import plots, widgets
-from attention_lib.widgets import Explorer, ExplorerSpec, available_explorers
+from attention_lib.widgets import Explorer, ExplorerSpec, HiddenControl, _shell, available_explorers
 from attention_lib.widgets._shell import HOOKS, _scene_artists
 
 #: Per explorer, control changes that move every artist its refresh moves, in the
 #: default and the board style. Each frame must equal a fresh drawing pixel for pixel.
+#: An explorer not listed walks ``default_frame_changes`` (each control moved once).
 FRAME_CHANGES = {
     "soft_lookup": [
         {"angle": -100.0},
@@ -113,10 +113,21 @@ def test_the_registry_finds_every_explorer_module():
     assert sorted(SPECS) == sorted(modules), "every public module of widgets/ is an explorer"
 
 
-def test_every_explorer_has_frame_changes():
-    assert set(FRAME_CHANGES) == set(SPECS), "list frame changes for each new explorer"
+def frame_changes(name):
+    """The explorer's own frame changes, else the default: each control moved once."""
+    return FRAME_CHANGES.get(name) or default_frame_changes(_as_built(name))
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_every_explorer_gets_frame_changes_that_fit_it(name):
+    assert set(FRAME_CHANGES) <= set(SPECS), "frame changes for an explorer that is gone"
     # two in the explorer's style, at least one after the trip to the other style (below)
-    assert all(len(changes) >= 3 for changes in FRAME_CHANGES.values())
+    assert len(frame_changes(name)) >= 3
+    explorer = SPECS[name].factory()
+    for change in default_frame_changes(explorer):  # every explorer's default fits it
+        explorer.set(**change)
+        assert {key: explorer.values[key] for key in change} == change
+    explorer.close()
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -237,6 +248,8 @@ def test_draw_returns_the_scene_and_refresh_moves_it(name):
 
 
 def _bad_values(control):
+    if isinstance(control, HiddenControl) and not isinstance(control.value, int | float):
+        return  # an object the factory binds (a training run): not a value a user types
     yield None
     if isinstance(getattr(control, "value", None), int | float) and not isinstance(
         control.value, bool
@@ -280,12 +293,12 @@ def test_a_failed_change_leaves_everything_as_it_was_and_says_why(name, change):
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_spec_update_of_the_control_values_is_the_explorer_state(name):
-    """What the benchmark's naive redraw relies on: ``spec.update(**values, **fixed)``."""
+    """What the benchmark's redraw relies on: ``spec.update(**values)`` is the state."""
     spec = SPECS[name]
     explorer = spec.factory()
-    for change in FRAME_CHANGES[name]:
+    for change in frame_changes(name):
         explorer.set(**change)
-        assert_same_state(spec.update(**explorer.values, **explorer.fixed), explorer.state)
+        assert_same_state(spec.update(**explorer.values), explorer.state)
     explorer.close()
 
 
@@ -296,12 +309,12 @@ def test_a_batch_ends_in_one_state_that_every_part_shows(name):
     frames = []
     explorer.figure.observe(lambda change: frames.append(change["new"]), names="value")
     with explorer.batch():
-        for change in FRAME_CHANGES[name][:3]:
+        for change in frame_changes(name)[:3]:
             for key, value in change.items():
                 explorer.controls[key].value = value
     values = explorer.values
     assert len(frames) <= 1
-    assert_same_state(explorer.state, spec.update(**values, **explorer.fixed))
+    assert_same_state(explorer.state, spec.update(**values))
     assert explorer.readout.value == spec.readout(values, explorer.state)
     assert explorer.table.value == spec.table(explorer.state)
     explorer.close()
@@ -318,12 +331,30 @@ def test_refreshed_frames_equal_fresh_drawings_and_do_not_depend_on_the_way_ther
     walked = spec.factory(style=style)
     assert plots.figure_style(walked.fig) == style
     other = "board" if style == "default" else "default"
-    assert_frames_match_fresh_drawings(walked, spec, FRAME_CHANGES[name][:2])
+    assert_frames_match_fresh_drawings(walked, spec, frame_changes(name)[:2])
     walked.set_style(other)
-    assert_frames_match_fresh_drawings(walked, spec, FRAME_CHANGES[name][2:])
+    assert_frames_match_fresh_drawings(walked, spec, frame_changes(name)[2:])
     walked.set_style(style)
     fresh = spec.factory(style=style)
     fresh.set(**walked.values)
     assert fresh.png == walked.png
     walked.close()
     fresh.close()
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_figure_text_says_what_the_readout_says_and_follows_each_change(name):
+    """The page sets ``frontend.description`` as the figure's alt: the explorer's
+    title, then the readout's words (its rounding), for the state on show."""
+    spec = SPECS[name]
+    explorer = spec.factory()
+    said = []
+    for change in [{}, *frame_changes(name)[:2]]:
+        explorer.set(**change)
+        text = explorer.frontend.description
+        readout = spec.readout(explorer.values, explorer.state)
+        assert text == f"{spec.title} figure: {_shell._plain_text(readout)}"
+        assert not re.search(r"<|&\w+;", text), f"markup left in {text!r}"
+        said.append(text)
+    assert len(set(said)) > 1, f"the figure's text never changed: {said}"
+    explorer.close()

@@ -22,8 +22,12 @@ _TEXT_TO_PATH = TextToPath()
 
 
 def label_at(ax, text, xy, color, spec):
-    """A bold label for the point ``xy``, centred on it until :func:`place` moves it."""
-    return ax.annotate(
+    """A bold label for the point ``xy``, centred on it until :func:`place` moves it.
+
+    Left out of the layout: :func:`place` keeps it inside its axes, and a label
+    that counted would make the layout depend on where the point is.
+    """
+    label = ax.annotate(
         text,
         xy,
         xytext=(0, 0),
@@ -34,6 +38,8 @@ def label_at(ax, text, xy, color, spec):
         fontsize=spec["annotation"] + 1,
         weight="bold",
     )
+    label.set_in_layout(False)
+    return label
 
 
 def text_size_px(text, fontsize, dpi, weight="bold"):

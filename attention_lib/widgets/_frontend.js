@@ -24,6 +24,9 @@
 //    ("d_k = 256"), not the handle position (8); toggle buttons say which one
 //    is pressed (aria-pressed); a button whose text is only a symbol ("✕") gets
 //    its tooltip as its name ("query 2, key 4: blocked ...").
+//    Every slider handle is named after its label, the readout is a polite
+//    live region, and the figure's image gets the kernel's words for what it
+//    shows (the model's `description`) as its alt, updated with the figure.
 // 3. Presenter keys. A clicker sends PageDown / PageUp (some send ArrowRight /
 //    ArrowLeft); they press the explorer's `.attn-next` / `.attn-back` button.
 
@@ -75,6 +78,19 @@ function annotate(root) {
     const label = slider.querySelector(".widget-label");
     const name = label ? label.textContent.trim() : "";
     if (shown) setAttr(handle, "aria-valuetext", name ? `${name} = ${shown}` : shown);
+    if (name || shown) setAttr(handle, "aria-label", name || shown);
+  }
+  for (const input of root.querySelectorAll("input")) {
+    // A field with no visible label (the walkthrough's card entries): its tooltip,
+    // which ipywidgets puts on the field or on its hidden label, is its name.
+    const label = input.labels?.[0];
+    const name = input.title || label?.title;
+    if (name && !label?.textContent.trim()) setAttr(input, "aria-label", name);
+  }
+  for (const readout of root.querySelectorAll(".attn-readout")) {
+    // Announced when it changes, after what the reader is saying (polite).
+    setAttr(readout, "role", "status");
+    setAttr(readout, "aria-live", "polite");
   }
   for (const button of root.querySelectorAll(".widget-toggle-button")) {
     setAttr(button, "aria-pressed", String(button.classList.contains("mod-active")));
@@ -299,6 +315,12 @@ function render({ model, el }) {
     onStatus(kernel, "dead");
   }
 
+  function describeFigure() {
+    const figure = root?.querySelector("img.attn-figure, .attn-figure img");
+    if (figure) setAttr(figure, "alt", model.get("description"));
+  }
+  model.on("change:description", describeFigure);
+
   kernel?.statusChanged.connect(onStatus);
   kernel?.connectionStatusChanged.connect(onConnection);
   kernel?.disposed?.connect(onDisposed);
@@ -317,7 +339,10 @@ function render({ model, el }) {
   const poke = () => {
     if (oldestUnanswered === null) ping();
   };
-  const observer = new MutationObserver(() => annotate(root));
+  const observer = new MutationObserver(() => {
+    annotate(root);
+    describeFigure(); // a figure view drawn again (JupyterLab's windowing) gets it back
+  });
   const presenterRoots = presenterRegistry();
 
   function attach(found) {
@@ -332,6 +357,7 @@ function render({ model, el }) {
       attributeFilter: ["class", "title", "aria-valuetext"],
     });
     annotate(root);
+    describeFigure();
     presenterRoots.add(root);
     show(state, message.textContent);
   }
@@ -352,6 +378,7 @@ function render({ model, el }) {
     clearTimeout(waitTimer);
     observer.disconnect();
     model.off("msg:custom", onMessage);
+    model.off("change:description", describeFigure);
     kernel?.statusChanged.disconnect(onStatus);
     kernel?.connectionStatusChanged.disconnect(onConnection);
     kernel?.disposed?.disconnect(onDisposed);

@@ -19,13 +19,18 @@ a reason the kernel cannot handle itself:
   (``aria-valuetext="d_k = 256"`` rather than the position ``8``), toggle
   buttons carry ``aria-pressed`` and the selected one is clearly marked
   (``_frontend.css``), and a symbol-only button (the mask editor's ``✕``) takes
-  its tooltip as its accessible name.
+  its tooltip as its accessible name; every slider handle and unlabelled
+  field is named, and the readout is a polite live region, announced when it
+  changes.
+* **Figure text.** The figure is a PNG the page cannot read, so the kernel
+  writes what it shows now in words and numbers (:attr:`description`) and the
+  page sets it as the image's ``alt``.
 * **Presenter keys.** PageDown / PageUp (what a presenter's clicker sends) and
   ArrowRight / ArrowLeft press the explorer's Next / Back buttons, marked with
   :func:`presenter_buttons`, when focus is in that explorer or (a board page)
   nowhere in particular.
 
-The widget has no state worth storing and draws nothing while the kernel
+The widget stores only the figure's text and draws nothing while the kernel
 answers; the files it loads ship as package data (``pyproject.toml``).
 """
 
@@ -35,6 +40,7 @@ from pathlib import Path
 
 import anywidget
 import ipywidgets
+import traitlets
 
 __all__ = ["BACK_CLASS", "NEXT_CLASS", "ExplorerFrontend", "presenter_buttons"]
 
@@ -47,7 +53,7 @@ BACK_CLASS = "attn-back"
 
 
 class ExplorerFrontend(anywidget.AnyWidget):
-    """The page-side helper of an explorer: kernel-gone message, aria values, presenter keys.
+    """The page-side helper of an explorer: kernel-gone message, aria, figure text, presenter keys.
 
     Put one inside the explorer's ``VBox`` (class ``attn-explorer``); the
     :class:`~attention_lib.widgets.Explorer` shell does this for every explorer.
@@ -67,6 +73,8 @@ class ExplorerFrontend(anywidget.AnyWidget):
 
     _esm = _HERE / "_frontend.js"
     _css = _HERE / "_frontend.css"
+    #: What the explorer's figure shows now, in words: the image's ``alt``.
+    description = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

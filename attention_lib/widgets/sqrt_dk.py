@@ -4,7 +4,9 @@ Controls: ``d_k`` (log steps 1 ... 4096) and whether the scores are scaled.
 The state holds random scores at initialisation (standard-normal queries and
 keys), one row of softmax weights, and how saturated the softmax is: the row
 entropy, the largest weight and the norm of the softmax Jacobian (how much a
-nudge of the scores still moves the weights, i.e. how much gradient flows).
+nudge of the scores still moves the weights). A small ``‖J‖`` is not a small
+gradient: as notebook 02 measures, without the scale the Jacobian shrinks while
+the gradient that reaches Q and K grows and swings with the width.
 
 :func:`update` is pure (NumPy only). The histogram shows the sizes ``|q . k|``
 on a log axis, where multiplying every score by a factor shifts it sideways

@@ -239,14 +239,18 @@ class _CardEditor(widgets.HBox):
         self._fields = {}
         boxes = []
         for role, i, row in _card_rows(cards):
-            fields = [
-                widgets.FloatText(value=float(x), layout=widgets.Layout(width=field_width))
-                for x in row
+            name = "q" if role == "q" else f"{role}{i + 1}"
+            fields = [  # the tooltip becomes the field's title: a screen reader's name for it
+                widgets.FloatText(
+                    value=float(x),
+                    tooltip=f"{name} entry {j + 1}",
+                    layout=widgets.Layout(width=field_width),
+                )
+                for j, x in enumerate(row)
             ]
             self._fields[role, i] = fields
             for field in fields:
                 field.observe(self._on_field, names="value")
-            name = "q" if role == "q" else f"{role}{i + 1}"
             label = widgets.HTML(f"<b>{name}</b>", layout=widgets.Layout(width="auto"))
             # the right margin parts the groups: q | k1 v1 | k2 v2 ...
             margin = "0 0.3em 0 0" if role == "k" else "0 1.2em 0 0"

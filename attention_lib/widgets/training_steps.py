@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator
 from .. import plots
 from .._validation import require_whole_number
 from ..tiny_layer import TrainingRun, init_params, lookup_batch, train
-from ._shell import ExplorerSpec, html_table
+from ._shell import ExplorerSpec, HiddenControl, html_table
 
 __all__ = ["EXPLORER", "TrainingStepsState", "training_steps_explorer", "update"]
 
@@ -319,7 +319,7 @@ def training_steps_explorer(run=None, step_index=0, *, style=None):
             layout=ipywidgets.Layout(width="32em"),
         )
     }
-    return EXPLORER.explorer(controls, fixed={"run": run}, style=style)
+    return EXPLORER.explorer({**controls, "run": HiddenControl(run)}, style=style)
 
 
 EXPLORER = ExplorerSpec.from_module(

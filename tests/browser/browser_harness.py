@@ -201,6 +201,68 @@ FIGURE_FINGERPRINT_JS = """async el => {
 
 
 # --------------------------------------------------------------------------
+# The kernel's messages, as the page sends and receives them
+# --------------------------------------------------------------------------
+
+# Installed before a page loads (``add_init_script``): every message on a kernel's
+# websocket is logged with the page's clock (``performance.now()`` when sent, or when
+# its event runs) and, from its header, its id, its parent's id, its type, the
+# kernel's status it reports and the time its sender stamped on it (``date``, ms
+# since the epoch: kernel, server and page share this machine's clock). Both of
+# Jupyter's websocket formats are read (JSON text, and the binary
+# v1.kernel.websocket.jupyter.org one JupyterLab 4 uses). The timings in
+# explorer_measures.py split a press with it; the last 400 messages are kept
+# (messages logged since time T: ``__attnMessages.filter(m => m.at >= T)``).
+MESSAGE_LOG_JS = """(() => {
+    if (window.__attnMessages) return;
+    const log = window.__attnMessages = [];
+    const decoder = new TextDecoder();
+    const describe = data => {
+        let header, parent, content;
+        if (typeof data === 'string') {
+            ({header, parent_header: parent, content} = JSON.parse(data));
+        } else {
+            const bytes = data instanceof ArrayBuffer ? data : data.buffer;
+            const view = new DataView(bytes);
+            const count = Number(view.getBigUint64(0, true));
+            const offsets = [...Array(count).keys()]
+                .map(i => Number(view.getBigUint64(8 + 8 * i, true)));
+            const part = i => JSON.parse(decoder.decode(new Uint8Array(
+                bytes, offsets[i], (offsets[i + 1] ?? bytes.byteLength) - offsets[i])));
+            [header, parent, content] = [part(1), part(2), part(4)];
+        }
+        return {id: header.msg_id, parent: parent && parent.msg_id, type: header.msg_type,
+                date: Date.parse(header.date), status: content && content.execution_state,
+                method: content && content.data && content.data.method};
+    };
+    const note = (direction, data) => {
+        const at = performance.now();
+        let entry;
+        try {
+            entry = describe(data);
+        } catch (error) {
+            entry = {type: 'unread'};
+        }
+        log.push({at, direction, bytes: data.byteLength ?? data.length, ...entry});
+        if (log.length > 400) log.shift();
+    };
+    const Native = window.WebSocket;
+    class LoggedWebSocket extends Native {
+        constructor(...args) {
+            super(...args);
+            if (!String(args[0]).includes('/channels')) return;
+            this.addEventListener('message', event => note('in', event.data));
+        }
+        send(data) {
+            if (String(this.url).includes('/channels')) note('out', data);
+            return super.send(data);
+        }
+    }
+    window.WebSocket = LoggedWebSocket;
+})()"""
+
+
+# --------------------------------------------------------------------------
 # Accessibility: axe-core, from this checkout's own files
 # --------------------------------------------------------------------------
 
@@ -257,6 +319,52 @@ def describe_violations(violations: list[dict[str, Any]]) -> str:
             summary = " ".join(node["summary"].split())
             lines.append(f"    {node['target']}: {summary}")
     return "\n".join(lines)
+
+
+#: Resolves once the page has drawn two more frames: what a scroll, a key's default
+#: action or a resize (Lumino lays JupyterLab out in the next animation frame) needs
+#: to show, awaited instead of a fixed sleep.
+NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+FIGURE_TEXT_JS = """selector => [...document.querySelectorAll(selector)].map(root => {
+    const figure = root.querySelector('img.attn-figure');
+    const readout = root.querySelector('.attn-readout');
+    const words = text => text.replace(/\\s+/g, ' ').replace(/ ;/g, ';').trim();
+    // the readout's words as its HTML says them (innerText is empty in a cell that
+    // JupyterLab's windowing does not render), a line break read as "; "
+    const parsed = document.createElement('div');
+    parsed.innerHTML = readout ? readout.innerHTML.replace(/<br\\s*\\/?>/gi, '; ') : '';
+    const alt = words(figure ? figure.alt : '');
+    const said = alt.includes(' figure: ') ? alt.slice(alt.indexOf(' figure: ') + 9) : '';
+    const shown = words(parsed.textContent);
+    return {alt, readout: shown, says: !!said && shown.startsWith(said),
+            live: readout && readout.getAttribute('aria-live')};
+})"""
+
+
+def figure_text_problems(page: Page, selector: str, wait_ms: float = 0) -> list[str]:
+    """What is wrong with the text a screen reader gets for each explorer ``selector``
+    matches: the figure's ``alt`` must say what it shows (the explorer's title, then
+    the readout's words, so the same rounded numbers), and the readout must be a polite
+    live region. Waits up to ``wait_ms`` for the alt to catch up with the readout;
+    ``[]``: nothing wrong."""
+    if wait_ms:
+        try:
+            page.wait_for_function(
+                f"s => ({FIGURE_TEXT_JS})(s).every(f => f.says)", arg=selector, timeout=wait_ms
+            )
+        except Exception:  # playwright's TimeoutError: the problems below say what differs
+            pass
+    problems = []
+    for i, found in enumerate(page.evaluate(FIGURE_TEXT_JS, selector)):
+        if not found["says"]:
+            problems.append(
+                f"explorer {i}: figure alt {found['alt']!r} does not say the readout "
+                f"{found['readout']!r}"
+            )
+        if found["live"] != "polite":
+            problems.append(f"explorer {i}: readout aria-live is {found['live']!r}, not 'polite'")
+    return problems
 
 
 # --------------------------------------------------------------------------
@@ -416,6 +524,7 @@ class JupyterLabFrontend:
         self.guard = guard
         self.page = context.new_page()
         self.page.set_default_timeout(PAGE_TIMEOUT)
+        self.page.add_init_script(MESSAGE_LOG_JS)
         guard.attach_page(self.page)
         self.notebook: str | None = None
         self._facts: dict[str, set[int]] | None = None

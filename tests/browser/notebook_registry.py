@@ -2,10 +2,10 @@
 
 When you land a notebook with a live widget
 -------------------------------------------
-1. Build its main explorer to the contract in ``browser_harness.py``: the
-   ``VBox`` gets ``add_class("attn-explorer")``, its first control
-   ``add_class("attn-main-control")``, the readout ``add_class("attn-readout")``,
-   the figure ``Output`` ``add_class("attn-figure")``.
+1. Build its main explorer with the shell (``docs/architecture.md``, "The explorer
+   contract"): it gives the ``VBox`` class ``attn-explorer``, the main control
+   ``attn-main-control``, the readout ``attn-readout`` and the figure ``Image``
+   ``attn-figure``, which is how ``browser_harness.py`` finds them.
 2. Add one line to ``REGISTRY`` below: ``"notebooks/NN_name.ipynb": Expectation()``
    for a slider whose readout shows the slider's value, or e.g.
    ``Expectation(control="button", reason="board mode: Next button")``.

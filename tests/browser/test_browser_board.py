@@ -5,8 +5,10 @@ For every notebook under notebooks/: the page renders with no code on it, no
 error, nothing requested from outside 127.0.0.1 (the network guard of the
 ``board`` fixtures) and readable text; where it has an explorer, the explorer
 fits one screen and its main control changes the figure (``check_explorer``,
-the same check as in JupyterLab). Light and dark theme each get a screenshot
-in artifacts/browser/. The template's cell tags are proven on a fixture.
+the same check as in JupyterLab), and axe-core finds no serious or critical
+violation on the page or in an explorer, whose figure's alt says what it
+shows. Light and dark theme each get a screenshot in artifacts/browser/. The
+template's cell tags are proven on a fixture.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from .browser_harness import (
     BrowserCheckError,
     Expectation,
     Explorer,
+    accessibility_violations,
     check_explorer,
+    describe_violations,
+    figure_text_problems,
     guarded,
 )
 from .conftest import ARTIFACTS
@@ -39,6 +44,21 @@ MIN_CONTRAST = 4.5
 BOARD_SCREENS = [BOARD_VIEWPORT, {"width": 1280, "height": 720}]
 #: Every text in every figure on a board page, static or live, at least this as shown.
 BOARD_MIN_TEXT_PX = 14.0
+#: The mask editor's grid is where the instructor clicks: its text as large as the
+#: figure's numbers (about 20 px at 1920x1080), not just the page's minimum.
+BOARD_GRID_TEXT_PX = 18.0
+#: Each shown text of the mask editor's grid (cell marks, row and column labels, legend):
+#: its font size as shown, and whether its box cuts it off (an ellipsis, or overflow).
+GRID_TEXT_JS = """selector => [...document.querySelectorAll(selector)].flatMap(grid =>
+    [...grid.querySelectorAll('button, .widget-label, .widget-html-content')]
+    .filter(el => el.offsetParent !== null && el.textContent.trim())
+    .map(el => ({text: el.textContent.trim().slice(0, 20),
+                 px: Math.round(parseFloat(getComputedStyle(el).fontSize)
+                                * el.getBoundingClientRect().width / el.offsetWidth * 10) / 10,
+                 clipped: el.scrollWidth > el.clientWidth + 1})))"""
+#: A notebook's stored figure as Voila renders it (an image/png output), in axe's
+#: selector for it.
+STATIC_FIGURE = ".jp-RenderedImage"
 NO_EXPLORER = Expectation(has_explorer=False, reason="no live widget: rendered and checked only")
 
 
@@ -72,6 +92,23 @@ def check_board_page(frontend, path: str) -> None:
         assert readable is None or readable["background_luminance"] < 0.1, (
             f"{path}: the dark theme did not darken the page: {readable}"
         )
+    # axe-core over the whole page, and over each explorer on it (what a screen reader meets)
+    page, explorers = frontend.page, "#rendered_cells .attn-explorer"
+    scopes = ["#rendered_cells"] + [explorers] * bool(page.locator(explorers).count())
+    for scope in scopes:
+        # Not yet: the notebooks' static figures are image/png outputs, which JupyterLab
+        # and Voila render without an alt; every other serious or critical one fails.
+        violations = [
+            v
+            for v in accessibility_violations(page, scope)
+            if v["id"] != "image-alt"
+            or any(STATIC_FIGURE not in node["target"] for node in v["nodes"])
+        ]
+        assert not violations, (
+            f"{path} ({frontend.theme}), {scope}:\n{describe_violations(violations)}"
+        )
+    problems = figure_text_problems(page, explorers)
+    assert not problems, f"{path} ({frontend.theme}): {problems}"
     switch = frontend.page.locator("#board-notes-switch").count()
     assert switch == int(has_instructor_notes(REPO / path)), (
         f"{path}: the instructor-notes switch is shown {switch} times"
@@ -129,6 +166,13 @@ def check_screens(frontend, path: str) -> list[str]:
             page, "#rendered_cells", frontend.server.figure_texts(), BOARD_MIN_TEXT_PX
         )
         problems += [f"at {screen}: {f['problem']}" for f in figures if "problem" in f]
+        grid = page.evaluate(GRID_TEXT_JS, "#rendered_cells .attn-cell-grid")
+        problems += [
+            f"at {screen}: mask grid text {t['text']!r} is {t['px']} px"
+            + (", clipped" if t["clipped"] else "")
+            for t in grid
+            if t["px"] < BOARD_GRID_TEXT_PX or t["clipped"]
+        ]
         if screen != "1920x1080":
             frontend.screenshot_at(
                 Explorer.within(roots.first) if roots.count() else None,
@@ -137,6 +181,7 @@ def check_screens(frontend, path: str) -> list[str]:
         measured[screen] = {
             "explorers": explorers,
             "figures": figures,
+            "grid_text_px": sorted({t["px"] for t in grid}),
             "seconds": round(time.monotonic() - started, 1),  # what this size adds
             "load_average_1min": round(os.getloadavg()[0], 2),
         }
@@ -162,12 +207,12 @@ def test_board_page_dark(path, board_dark):
     board_dark.open(path)
     errors = board_dark.error_outputs() + board_dark.unexecuted_cells()
     assert not errors, f"{path}: {errors}"
-    check_board_page(board_dark, path)
     explorer = None
     if PLAN[path].has_explorer:
         explorer = board_dark.explorer()
         explorer.figure.wait_for(state="visible")
         check_fits_screen(board_dark, explorer, path)
+    check_board_page(board_dark, path)
     board_dark.screenshot_at(explorer, ARTIFACTS / f"board-{Path(path).stem}-dark.png")
 
 

@@ -29,13 +29,22 @@ import time
 
 import pytest
 
-from .browser_harness import STATUS_JS, BrowserCheckError, check_explorer
+from .browser_harness import (
+    NEXT_FRAMES_JS,
+    STATUS_JS,
+    BrowserCheckError,
+    accessibility_violations,
+    check_explorer,
+    describe_violations,
+    figure_text_problems,
+)
 from .explorer_measures import set_viewport
 from .notebook_registry import notebooks_to_drive
 
 pytestmark = [pytest.mark.browser]
 
 FULL_HD = {"width": 1920, "height": 1080}
+EXPLORERS = ".jp-NotebookPanel .attn-explorer"
 # A ping is called unanswered after 4 s; a touched explorer pings at once.
 # Room for a loaded machine on top.
 SILENT_VERDICT_MS = 15_000
@@ -151,6 +160,10 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
                  .every(r => r.dataset.attnKernel === 'live')"""
     )
     assert_accessible(explorers(page), "after Run All and the bar's presses")
+    violations = accessibility_violations(page, EXPLORERS)
+    assert not violations, f"{path}: axe-core in JupyterLab:\n{describe_violations(violations)}"
+    problems = figure_text_problems(page, EXPLORERS, wait_ms=5000)
+    assert not problems, f"{path}: after Run All: {problems}"
     main.root.scroll_into_view_if_needed()
     screenshot_path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot_path.with_name(f"{screenshot_path.stem}_live.png")))
@@ -172,6 +185,9 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
             arg=[handle.element_handle(), before],
         )
         assert_accessible(explorers(page), "after a slider change")
+        # the figure's text follows it: the alt says the new readout
+        problems = figure_text_problems(page, EXPLORERS, wait_ms=5000)
+        assert not problems, f"{path}: after a slider change: {problems}"
 
     restart_kernel(page)
     page.wait_for_function(ALL_GONE_JS, timeout=SILENT_VERDICT_MS)
@@ -182,8 +198,9 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
     if handle.count():
         value = handle.get_attribute("aria-valuenow")
         handle.focus()
+        # noUiSlider moves its handle in the keydown handler itself: had the key
+        # reached it, the value would have changed before press() returned.
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(300)
         assert handle.get_attribute("aria-valuenow") == value
         assert not main.focus_is_on_main()
     # Still switched off after the restarted kernel is idle: it never answers for the old comm.
@@ -201,7 +218,7 @@ def check_accessible_and_honest_after_a_restart(lab, path, screenshot_path):
     for i, explorer in enumerate(found):
         root = roots.nth(i)
         root.locator(".attn-figure").first.evaluate("el => el.scrollIntoView({block: 'center'})")
-        page.wait_for_timeout(200)
+        page.evaluate(NEXT_FRAMES_JS)
         note = root.locator(".attn-stale-note")
         box = note.bounding_box()
         assert (
@@ -247,10 +264,8 @@ def test_presenter_keys_press_next_and_back(lab, screenshot_path):
     # Focus elsewhere (a notebook cell): the keys keep JupyterLab's meaning.
     page.keyboard.press("Escape")
     page.keyboard.press("PageDown")
-    page.wait_for_timeout(400)
-    assert _step(board) == "step 1 / 5"
-
-    # The presenter clicks Next once; from then on the clicker drives the board.
+    # The presenter clicks Next once; from then on the clicker drives the board. The
+    # kernel answers in order, so step 2 (not 3) also says the PageDown above did nothing.
     board.locator(".attn-next").click()
     _wait_step(page, board, "step 2 / 5")
     for key, text in [
@@ -268,16 +283,18 @@ def test_presenter_keys_press_next_and_back(lab, screenshot_path):
     scroll = page.evaluate(
         "() => document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook').scrollTop"
     )
-    page.keyboard.press("PageDown")
-    page.wait_for_timeout(400)
-    assert _step(board) == "step 5 / 5"
+    page.keyboard.press("PageDown")  # the handler acts (or not) before press() returns
+    page.evaluate(NEXT_FRAMES_JS)  # a scroll it let through shows by the second frame
     assert scroll == page.evaluate(
         "() => document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook').scrollTop"
     )
-    # With a modifier the key is the browser's or JupyterLab's, not ours.
+    # With a modifier the key is the browser's or JupyterLab's, not ours: one Back
+    # press after it lands on step 4, not 3 (the kernel answers presses in order).
     page.keyboard.press("Shift+PageUp")
-    page.wait_for_timeout(400)
-    assert _step(board) == "step 5 / 5"
+    board.locator(".attn-back").click()
+    _wait_step(page, board, "step 4 / 5")
+    board.locator(".attn-next").click()
+    _wait_step(page, board, "step 5 / 5")
     # Nothing focused (as on a Voila board page): the visible board with Next / Back
     # takes the keys, not the shell explorer below it, which has none.
     page.evaluate("() => document.activeElement && document.activeElement.blur()")

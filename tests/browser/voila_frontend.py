@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from .browser_harness import (
     MAX_TABS,
+    MESSAGE_LOG_JS,
+    NEXT_FRAMES_JS,
     PAGE_TIMEOUT,
     RUN_ALL_TIMEOUT,
     BrowserCheckError,
@@ -203,6 +205,7 @@ class VoilaFrontend:
         self.page = context.new_page()
         self.page.set_viewport_size(BOARD_VIEWPORT)
         self.page.set_default_timeout(PAGE_TIMEOUT)
+        self.page.add_init_script(MESSAGE_LOG_JS)
         guard.attach_page(self.page)
         self.page.on("websocket", self._watch_kernel)
         self._open_requests: set[str] = set()  # what the page still waits for (a hang's report)
@@ -316,7 +319,7 @@ class VoilaFrontend:
         """One screen of the page, with the explorer (if any) at its top."""
         if explorer is not None:
             explorer.root.evaluate("el => el.scrollIntoView({block: 'start'})")
-            self.page.wait_for_timeout(300)
+            self.page.evaluate(NEXT_FRAMES_JS)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(path))
 
