@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import report_sinks
 from ..gradcheck import relative_error
 from ._report import ExerciseReport, Finding
 
@@ -409,9 +410,9 @@ def run(exercise, title, check, tolerance_note=""):
         checked = check(student)
     except NotAttempted as scaffold:
         finding = Finding("not_attempted", str(scaffold))
-        return ExerciseReport(exercise, title, (finding,), attempted=False)
+        report = ExerciseReport(exercise, title, (finding,), attempted=False)
     except Stop as stop:
-        return ExerciseReport(
+        report = ExerciseReport(
             exercise,
             title,
             stop.findings,
@@ -424,11 +425,14 @@ def run(exercise, title, check, tolerance_note=""):
             f"the checker could not judge this answer ({type(error).__name__}: {error}). Check "
             "that it returns what the exercise asks for, in the types and shapes it states.",
         )
-        return ExerciseReport(exercise, title, (finding,), tolerance_note=tolerance_note)
-    return ExerciseReport(
-        exercise,
-        title,
-        checked=tuple(checked),
-        tolerance_note=tolerance_note,
-        notes=tuple(student.notes),
-    )
+        report = ExerciseReport(exercise, title, (finding,), tolerance_note=tolerance_note)
+    else:
+        report = ExerciseReport(
+            exercise,
+            title,
+            checked=tuple(checked),
+            tolerance_note=tolerance_note,
+            notes=tuple(student.notes),
+        )
+    report_sinks.deliver(report)
+    return report
