@@ -55,10 +55,9 @@ $('board-theme')?.addEventListener('click', () => {
 // -- drawing ------------------------------------------------------------------------------
 function header(data) {
   const session = data.session;
-  const open = session.ended === null;
-  $('board-session').textContent =
-    `${session.label} · ${open ? 'since' : 'from'} ${time(session.started)}` +
-    (open ? '' : ` to ${time(session.ended)}`);
+  $('board-session').textContent = session.ended === null
+    ? `Session: ${session.label}`
+    : `Session: ${session.label}, closed ${time(session.ended)}`;
   const select = $('board-sessions');
   if (select) {
     select.replaceChildren(...data.sessions.map((s) => element('option', { value: s.id },
@@ -81,12 +80,13 @@ function bar(part, diagnosis) {
   const meta = element('p', { class: 'bar-meta' }, element('code', {}, diagnosis.name));
   if (diagnosis.hint) meta.append(` · ${diagnosis.hint}`);
   if (diagnosis.generic) meta.append(' · no specific mistake named');
+  meta.title = meta.textContent;
   return element('li', {
     class: 'bar', 'data-diagnosis': diagnosis.name, 'data-students': diagnosis.students,
     'data-generic': String(diagnosis.generic),
   },
   element('div', { class: 'bar-head' },
-    element('span', { class: 'bar-title' }, diagnosis.title),
+    element('span', { class: 'bar-title', title: diagnosis.title }, diagnosis.title),
     element('span', { class: 'bar-count', 'aria-label': `${diagnosis.students} students` },
       String(diagnosis.students)),
     element('span', {
@@ -119,10 +119,14 @@ function partCard(part, windowMinutes) {
     card.append(element('p', { class: 'part-others' },
       `and ${part.others} more mistake${part.others > 1 ? 's' : ''} (CSV)`));
   }
-  if (part.changes.length) {
-    const items = part.changes.map((c) => `${c.title} ${signed(c.change)}`);
+  // the bars carry their own change; the rest (a mistake fixed by all, one outside the top
+  // five) is said here
+  const barred = new Set(part.diagnoses.map((d) => d.name));
+  const changes = part.changes.filter((c) => !barred.has(c.name));
+  if (changes.length) {
+    const items = changes.map((c) => `${c.title} ${signed(c.change)}`);
     card.append(element('p', { class: 'part-changes' },
-      element('strong', {}, `Last ${windowMinutes} min: `), items.join(', ')));
+      element('strong', {}, `Also in the last ${windowMinutes} min: `), items.join(', ')));
   }
   return card;
 }
@@ -157,11 +161,16 @@ function drawNames(data) {
 // Largest --fit at which the page needs no scrolling (the CSS floors text at 14 px).
 function fit() {
   if (view !== 'board') return;
-  let scale = 1;
-  root.style.setProperty('--fit', String(scale));
-  while (root.scrollHeight > window.innerHeight && scale > MIN_FIT) {
-    scale = Math.round((scale - 0.04) * 100) / 100;
+  delete document.body.dataset.dense;
+  for (const dense of [false, true]) {
+    if (dense) document.body.dataset.dense = '';
+    let scale = 1;
     root.style.setProperty('--fit', String(scale));
+    while (root.scrollHeight > window.innerHeight && scale > MIN_FIT) {
+      scale = Math.round((scale - 0.04) * 100) / 100;
+      root.style.setProperty('--fit', String(scale));
+    }
+    if (root.scrollHeight <= window.innerHeight) return;
   }
 }
 window.addEventListener('resize', fit);
