@@ -90,12 +90,23 @@ HUB_FOR_TESTS := $(if $(shell command -v npm),hub-setup)
 test: test-fast $(HUB_FOR_TESTS)
 	@$(MAKE) --no-print-directory test-browser
 
-.PHONY: browser-tests hub-tests class-smoke
+.PHONY: browser-tests hub-tests class-smoke axe
 # The order of the prerequisites is the order make -j2 starts them: the browser tests (the
 # longest) on one slot, the grading loop and then the class smoke on the other.
 test-browser: browser-tests hub-tests class-smoke
-browser-tests: setup
+browser-tests: setup $(if $(shell command -v npm),axe)
 	$(PYTEST) -m browser -n $(BROWSER_WORKERS) --dist loadfile
+
+# axe-core, which the browser tests put into the pages they check for accessibility
+# (tests/browser/browser_harness.py): npm ci from tests/browser/package-lock.json into
+# tests/browser/node_modules, this checkout's own copy, so no page asks a CDN for it.
+AXE_CORE := tests/browser/node_modules/axe-core/axe.min.js
+axe: $(AXE_CORE)
+$(AXE_CORE): tests/browser/package.json tests/browser/package-lock.json
+	@command -v npm >/dev/null || { echo "axe-core (the browser tests' accessibility \
+	checks) is an npm package: apt-get install nodejs npm" >&2; exit 1; }
+	cd tests/browser && npm ci --no-audit --no-fund
+	touch $@
 hub-tests: setup
 	$(PYTEST) -m hub
 class-smoke: setup | hub-tests

@@ -201,6 +201,65 @@ FIGURE_FINGERPRINT_JS = """async el => {
 
 
 # --------------------------------------------------------------------------
+# Accessibility: axe-core, from this checkout's own files
+# --------------------------------------------------------------------------
+
+#: axe-core as ``make axe`` installs it (npm ci from tests/browser/package-lock.json).
+AXE_CORE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+#: The impacts a page must not have; axe's "moderate" and "minor" are advice.
+AXE_BLOCKING = ("serious", "critical")
+
+AXE_RUN_JS = """async ([selector, impacts]) => {
+    const found = await window.axe.run(
+        {include: [selector]}, {resultTypes: ['violations']});
+    return found.violations
+        .filter(v => impacts.includes(v.impact))
+        .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                    nodes: v.nodes.map(n => ({target: n.target.join(' '),
+                                              summary: n.failureSummary}))}));
+}"""
+
+
+def accessibility_violations(page: Page, selector: str) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations in the elements ``selector`` matches.
+
+    Each is ``{"id", "impact", "help", "nodes": [{"target", "summary"}]}``, as
+    axe reports it (``[]``: none). axe is put into the page from this
+    checkout's ``node_modules`` (``make axe``), never fetched from a CDN, and
+    runs its default rules (WCAG 2.x A and AA, best practices) on what
+    ``selector`` matches; a selector that matches nothing is an error, not a pass.
+    """
+    if not AXE_CORE.is_file():
+        raise BrowserCheckError(
+            f"axe-core is not installed at {AXE_CORE}: run `make axe` (npm ci in tests/browser; "
+            "the browser tests' make rule does it where npm is installed)"
+        )
+    if not page.locator(selector).count():
+        raise BrowserCheckError(f"no element matches {selector!r}: nothing to check")
+    if not page.evaluate("() => !!window.axe"):
+        page.add_script_tag(path=str(AXE_CORE))
+    return page.evaluate(AXE_RUN_JS, [selector, list(AXE_BLOCKING)])
+
+
+def describe_violations(violations: list[dict[str, Any]]) -> str:
+    """One line per violation and per element, for an assertion message.
+
+    >>> print(describe_violations([{"id": "image-alt", "impact": "critical",
+    ...     "help": "Images must have alternative text",
+    ...     "nodes": [{"target": "img.attn-figure", "summary": "Fix any of ..."}]}]))
+    image-alt (critical): Images must have alternative text
+        img.attn-figure: Fix any of ...
+    """
+    lines = []
+    for violation in violations:
+        lines.append(f"{violation['id']} ({violation['impact']}): {violation['help']}")
+        for node in violation["nodes"]:
+            summary = " ".join(node["summary"].split())
+            lines.append(f"    {node['target']}: {summary}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
 # The explorer, as found in the page
 # --------------------------------------------------------------------------
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from .browser_harness import BrowserCheckError, Expectation, check_explorer
+from .browser_harness import (
+    BrowserCheckError,
+    Expectation,
+    accessibility_violations,
+    check_explorer,
+    describe_violations,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
 
@@ -58,3 +64,30 @@ def test_offline_guard_flags_foreign_hosts_and_console_errors(lab, network_guard
     network_guard.reset()  # handled here: the lab fixture must not fail on them
     assert "request to a host other than 127.0.0.1: http://example.invalid/probe.js" in problems
     assert "console deliberate console error" in problems
+
+
+# A page with one critical violation (an image without a text alternative) and one
+# moderate one (a heading level skipped) in .broken, and nothing wrong in .sound.
+AXE_FIXTURE = """<!doctype html><html lang="en"><head><title>axe fixture</title></head>
+<body><main>
+  <div class="broken"><h1>one</h1><h3>three</h3>
+    <img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="40" height="40"></div>
+  <div class="sound"><button>Next</button>
+    <img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" alt="weights: cat 0.29"></div>
+</main></body></html>"""
+
+
+def test_accessibility_check_reports_serious_and_critical_violations_only(chromium):
+    page = chromium.new_page()
+    try:
+        page.set_content(AXE_FIXTURE)
+        broken = accessibility_violations(page, ".broken")
+        assert [(v["id"], v["impact"]) for v in broken] == [("image-alt", "critical")], (
+            describe_violations(broken)
+        )
+        assert [node["target"] for node in broken[0]["nodes"]] == ['img[width="40"]']
+        assert accessibility_violations(page, ".sound") == []
+        with pytest.raises(BrowserCheckError, match="no element matches"):
+            accessibility_violations(page, ".absent")
+    finally:
+        page.close()
