@@ -6,7 +6,7 @@ right counts and words, without a reload. A student's browser gets 403 on the bo
 the names; a report with a forged user name counts for the token's owner (the names window
 says so); the board's pages request nothing off 127.0.0.1 and log no error; at 1920x1080 and
 1280x720, light and dark, every part is on one screen with no text under 14 px
-(screenshots in artifacts/browser/).
+(screenshots in artifacts/browser/); axe-core finds no serious or critical violation.
 
 Needs the hub's environments (make hub-setup) besides Chromium: skips without them unless
 ATTENTION_REQUIRE_HUB=1.
@@ -25,7 +25,15 @@ import uuid
 
 import pytest
 
-from .browser_harness import NetworkGuard, guarded, launch_chromium
+from .browser_harness import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    NetworkGuard,
+    accessibility_violations,
+    describe_violations,
+    guarded,
+    launch_chromium,
+)
 from .conftest import ARTIFACTS, require_browser
 from .notebook_registry import REPO
 
@@ -236,6 +244,21 @@ def test_the_instructor_sees_the_class_mistakes_live(class_hub, tmp_path_factory
                 problems += check_screens(page, "dark")
                 assert not problems, "\n".join(problems)
             instructor.close()
+
+            # axe-core goes into the page as a script of its own, which the board's
+            # Content-Security-Policy refuses: this one context lets it in
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            checked = browser.new_context(bypass_csp=True, viewport=SCREENS[0]).new_page()
+            log_in(checked, hub, "instructor", hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
+            checked.goto(f"{hub.url}{board.SERVICE}")
+            checked.wait_for_selector(".bar")
+            for theme in ("light", "dark"):
+                checked.evaluate(
+                    "(theme) => { document.documentElement.dataset.theme = theme; }", theme
+                )
+                violations = accessibility_violations(checked, "body")
+                assert not violations, f"{theme}:\n{describe_violations(violations)}"
+            browser.close()
 
             student = launch_chromium(playwright, tmp_path_factory.mktemp("student"))
             page = student.new_page()
