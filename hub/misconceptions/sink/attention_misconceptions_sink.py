@@ -38,7 +38,9 @@ URL_VARIABLE = "ATTENTION_MISCONCEPTIONS_URL"
 OUTBOX_LIMIT = 200
 BATCH = 10  # the service takes at most 10 reports in 10 s from one student
 TIMEOUT_S = 5.0
-MAX_PAUSE_S = 30.0
+#: The longest pause between two tries: the board counts a report at most this long after
+#: the service is back (a class of 30 retrying: three requests a second).
+MAX_PAUSE_S = 10.0
 _EXERCISE = re.compile(r"(?P<exercise>\d+\.\d+)(?: \((?P<part>[a-z])\))?")
 
 
