@@ -10,7 +10,16 @@ are not attention_lib's, so the sink reports them) and runs the real checker.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
+import os
+import queue
+import random
+import signal
+import statistics
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -130,18 +139,6 @@ def printed(outputs: list[dict]) -> str:
     return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
 
 
-def report_latencies(draws: list[dict], sent: list[float]) -> list[float]:
-    """Seconds from each report's run in its kernel (``sent``, wall clock) to the first
-    drawing of the instructor's page that counts it: the k-th report by time is counted once a
-    drawing shows k reports in the session (drawings carry the session's report count)."""
-    latencies = []
-    for k, ran_at in enumerate(sorted(sent), start=1):
-        shown_at = next((d["t"] / 1000 for d in draws if d["reports"] >= k), None)
-        if shown_at is not None:
-            latencies.append(max(0.0, shown_at - ran_at))
-    return latencies
-
-
 #: Kept by the instructor's page in the browser: one entry per drawing (time, reports).
 RECORD_DRAWS = """() => {
   window.boardDraws = [];
@@ -155,3 +152,233 @@ RECORD_DRAWS = """() => {
 
 def as_json(text: str):
     return json.loads(text.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------------------
+# The board's part of the class benchmark (bench_class.py --board; in --smoke too)
+# --------------------------------------------------------------------------------------
+
+RAN_AT = "\nimport time as _time\nprint('ran_at', _time.time())"
+WAIT_S = 180.0  # counts to settle after a fault (the hub polls its services every 30 s)
+
+
+class InstructorPage:
+    """The instructor's board in Chromium, open from the first report to the last (a thread
+    of its own: Playwright's sync API), recording every drawing."""
+
+    def __init__(self, hub, workdir: Path):
+        self.hub, self.workdir = hub, workdir
+        self.jobs: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        from playwright.sync_api import sync_playwright
+
+        from tests.browser.browser_harness import launch_chromium
+
+        with sync_playwright() as playwright:
+            context = launch_chromium(playwright, self.workdir / "chromium-instructor")
+            try:
+                while (job := self.jobs.get()) is not None:
+                    fn, future = job
+                    try:
+                        future.set_result(fn(context))
+                    except BaseException as exc:
+                        future.set_exception(exc)
+            finally:
+                context.close()
+
+    async def call(self, fn):
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self.jobs.put((fn, future))
+        return await asyncio.wrap_future(future)
+
+    async def open(self) -> None:
+        self.thread.start()
+
+        def login_and_open(context):
+            page = self.page = context.new_page()
+            page.goto(f"{self.hub.url}/hub/login?next=%2Fhub%2Fhome")
+            page.fill("#username_input", "instructor")
+            page.fill("#password_input", self.hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
+            page.click("#login_submit")
+            page.click("#misconceptions-board")
+            page.wait_for_selector('#board-status[data-state="live"]', timeout=60_000)
+            page.evaluate(RECORD_DRAWS)
+            page.evaluate("() => { window.loadedOnce = true; }")
+
+        await self.call(login_and_open)
+
+    async def draws(self) -> list[dict]:
+        return await self.call(lambda context: self.page.evaluate("() => window.boardDraws"))
+
+    async def still_the_same_page(self) -> bool:
+        return await self.call(lambda context: self.page.evaluate("() => !!window.loadedOnce"))
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.jobs.put(None)
+            self.thread.join(timeout=60)
+
+
+def spread(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"n": len(values), "median": statistics.median(values), "p95": p95}
+
+
+class BoardClass:
+    """The class's checker runs, with each student's latest answer per part kept."""
+
+    def __init__(self, hub, admin: str, students, fetch):
+        self.hub, self.admin, self.students, self.fetch = hub, admin, students, fetch
+        self.index = {s.name: i for i, s in enumerate(students)}
+        self.latest: dict[str, dict[str, str | None]] = {s.name: {} for s in students}
+        self.runs = 0
+
+    async def view(self) -> dict:
+        response = await self.fetch(
+            "GET",
+            f"{self.hub.url}{SERVICE}api/board",
+            headers={"Authorization": f"token {self.admin}"},
+        )
+        return json.loads(response.body)
+
+    async def reports_stored(self) -> int:
+        return (await self.view())["session"]["reports"]
+
+    async def run(self, student, part: str, fixed: bool = False, delay: float = 0.0) -> float:
+        """One checker run in the student's kernel; the kernel's clock when it finished."""
+        await asyncio.sleep(delay)
+        call, diagnosis = answer(part, self.index[student.name], fixed)
+        outputs, error = await student.kernel.execute(cell(call) + RAN_AT)
+        if error is not None:
+            raise RuntimeError(
+                f"{student.name}: {part}: {error.get('ename')}: {error.get('evalue')}"
+            )
+        self.latest[student.name][part] = diagnosis
+        self.runs += 1
+        return float(printed(outputs).rsplit("ran_at", 1)[1])
+
+    async def burst(self, part: str, who=None, fixed=(), during=None, timed=True) -> dict:
+        """Everyone (or ``who``) runs ``part``'s checker within two seconds, as a class told
+        "now run the checker" does; ``during`` is a fault started once the burst is under way.
+        ``timed``: note the reports stored before (for the latencies; the hub must be up)."""
+        who = self.students if who is None else who
+        base = await self.reports_stored() if timed else None
+        runs = [self.run(s, part, s.name in fixed, random.uniform(0, 2)) for s in who]
+        if during is not None:
+            runs.append(during())
+        ran = await asyncio.gather(*runs)
+        return {"part": part, "base": base, "ran_at": [t for t in ran if isinstance(t, float)]}
+
+    async def settled(self, timeout: float = WAIT_S) -> float:
+        """Seconds until the board shows exactly the known answers; raises if it never does."""
+        started, wanted = time.monotonic(), expected(self.latest)
+        while True:
+            try:
+                seen = shown(await self.view())
+            except Exception:  # the service or the hub is restarting
+                seen = None
+            if seen == wanted:
+                return time.monotonic() - started
+            if time.monotonic() - started > timeout:
+                raise RuntimeError(f"the board shows {seen}, the known answers are {wanted}")
+            await asyncio.sleep(0.5)
+
+
+def burst_latencies(draws: list[dict], burst: dict) -> list[float]:
+    """Seconds from each report of a burst leaving its kernel to the first drawing of the
+    instructor's page that counts it (drawings carry the session's report count)."""
+    latencies = []
+    for k, ran_at in enumerate(sorted(burst["ran_at"]), start=1):
+        shown_at = next((d["t"] / 1000 for d in draws if d["reports"] >= burst["base"] + k), None)
+        if shown_at is not None:
+            latencies.append(max(0.0, shown_at - ran_at))
+    return latencies
+
+
+async def run_board(hub, admin: str, students, workdir: Path, bench):
+    """The board's part of the class: bursts on every part, some students fixing their
+    mistake, then the faults, with the instructor's page open throughout. ``bench`` is
+    bench_class (its fetch, kernel_pids, server_pid, memory_kib). Returns the figures and
+    ``problems`` (empty when every count equalled the known answers)."""
+    result: dict = {"students": len(students), "problems": [], "faults": {}}
+    page = InstructorPage(hub, workdir)
+    board = BoardClass(hub, admin, students, bench.fetch)
+    try:
+        for student in students:
+            _, error = await student.kernel.execute(PRELUDE)
+            if error is not None:
+                raise RuntimeError(f"{student.name}: {error.get('evalue')}")
+        await page.open()
+        measured = [await board.burst(part) for part in ANSWERS]
+        await board.settled()
+        wrong = [s.name for s in students if board.latest[s.name]["19.4"] is not None]
+        measured.append(await board.burst("19.4", fixed=set(wrong[::2])))  # half fix it
+        await board.settled()
+        draws = await page.draws()
+        result["latency_s"] = spread([t for b in measured for t in burst_latencies(draws, b)])
+
+        # the service killed mid-burst: the hub restarts it, the kernels' outboxes retry
+        async def kill_service():
+            await asyncio.sleep(1.0)
+            for pid in service_pids(hub.state):
+                os.kill(pid, signal.SIGKILL)
+
+        await board.burst(
+            "19.3", fixed={s.name for s in students}, during=kill_service, timed=False
+        )
+        result["faults"]["service killed mid-burst"] = {"settled_s": await board.settled()}
+
+        # the hub restarted (the service with it) while the class runs a checker
+        hub.stop_hub()
+        try:
+            await board.burst("19.4 (c)", fixed={s.name for s in students[::2]}, timed=False)
+        finally:
+            hub.start_hub()
+        result["faults"]["hub restarted"] = {"settled_s": await board.settled()}
+
+        # a kernel killed right after a run: that report waits in the student's outbox
+        victim = students[0]
+        await board.run(victim, "19.4")
+        for pid in bench.kernel_pids(await bench.server_pid(admin, hub, victim.name)):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while "restarting" not in victim.kernel.statuses[-5:]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{victim.name}: the kernel did not restart")
+            await asyncio.sleep(0.2)
+        await victim.kernel.execute(PRELUDE)
+        await board.run(victim, "19.3")  # the next run sends both
+        result["faults"]["kernel killed right after a run"] = {"settled_s": await board.settled()}
+
+        result["reports"] = board.runs
+        result["counts_equal_known_answers"] = shown(await board.view()) == expected(board.latest)
+        last = (await page.draws())[-1]
+        result["page_counts_equal"] = {
+            p["key"]: {
+                "attempted": p["attempted"],
+                "passing": p["passing"],
+                "diagnoses": dict(map(tuple, p["diagnoses"])),
+            }
+            for p in last["parts"]
+            if p["attempted"]
+        } == expected(board.latest)
+        result["page_never_reloaded"] = await page.still_the_same_page()
+        trips = []
+        for student in students:
+            outputs, _ = await student.kernel.execute(ROUND_TRIPS)
+            trips += json.loads(printed(outputs).strip().splitlines()[-1])
+        result["round_trip_s"] = spread(trips)
+        result["service_kib"] = [bench.memory_kib(pid) for pid in service_pids(hub.state)]
+    except Exception as exc:
+        result["problems"].append(f"{type(exc).__name__}: {exc}")
+    finally:
+        page.close()
+    for check in ("counts_equal_known_answers", "page_counts_equal", "page_never_reloaded"):
+        if result.get(check) is False:
+            result["problems"].append(f"{check.replace('_', ' ')}: no")
+    return result

@@ -59,7 +59,6 @@ def hub(tmp_path):
             pytest.fail(f"the hub tests are mandatory here: {why}")
         pytest.skip(why)
     running = bench.Hub(tmp_path, cull_timeout=3600, activity_interval=300)
-    running.env["ATTENTION_MISCONCEPTIONS_PORT"] = str(bench.serve_free_port())
     running.start()
     try:
         yield running

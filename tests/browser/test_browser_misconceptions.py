@@ -124,7 +124,6 @@ def class_hub(tmp_path_factory):
             pytest.fail(f"the class hub is mandatory here: {why}")
         pytest.skip(f"the class hub is not set up: {why}")
     hub = bench.Hub(tmp_path_factory.mktemp("hub"), cull_timeout=3600, activity_interval=300)
-    hub.env["ATTENTION_MISCONCEPTIONS_PORT"] = str(bench.serve_free_port())
     hub.start()
     try:
         yield hub
