@@ -184,7 +184,7 @@ $(SINGLEUSER_VENV)/.attention-installed: hub/requirements-singleuser.txt \
 	$(SINGLEUSER_VENV)/bin/python -m pip install -r hub/requirements-singleuser.txt \
 	  -c hub/constraints-singleuser.txt && \
 	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps -e . && \
-	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps ./$(MISCONCEPTIONS_SINK) && touch $@
+	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps ./hub/misconceptions/sink && touch $@
 
 # The proxy's lock names versions whose engines this machine's Node meets; npm ci
 # (engine-strict, hub/.npmrc) refuses any other. Node is checked first, with the fix.
