@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import urllib.parse
-import uuid
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT / "hub"))
 from misconceptions import service  # noqa: E402
 from misconceptions.catalogue import Catalogue, Diagnosis, Part  # noqa: E402
 from misconceptions.store import Store, database  # noqa: E402
+from test_misconceptions_store import report  # noqa: E402
 
 PREFIX = "/services/misconceptions/"
 ACCESS = "access:services!service=misconceptions"
@@ -158,18 +158,6 @@ def svc(tmp_path):
     running = Service(tmp_path)
     yield running
     running.stop()
-
-
-def report(*diagnoses, exercise="19.3", part="", ran_at=None, **extra):
-    return {
-        "id": str(uuid.uuid4()),
-        "exercise": exercise,
-        "part": part,
-        "passed": not diagnoses,
-        "diagnoses": list(diagnoses),
-        "ran_at": time.time() if ran_at is None else ran_at,
-        **extra,
-    }
 
 
 def counted(svc, part="19.3"):

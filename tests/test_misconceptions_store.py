@@ -12,6 +12,7 @@ import csv
 import io
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -114,14 +115,16 @@ def test_names_list_the_students_of_each_diagnosis_and_the_stuck():
     assert part["stuck"] == ["bob"] and other["diagnoses"] == []
 
 
-def report(ran_at, *diagnoses, exercise="19.3", part=""):
+def report(*diagnoses, exercise="19.3", part="", ran_at=None, **extra):
+    """A report as the sink sends it (a right answer without diagnoses)."""
     return {
         "id": str(uuid.uuid4()),
         "exercise": exercise,
         "part": part,
         "passed": not diagnoses,
         "diagnoses": list(diagnoses),
-        "ran_at": ran_at,
+        "ran_at": time.time() if ran_at is None else ran_at,
+        **extra,
     }
 
 
@@ -133,15 +136,15 @@ def store(tmp_path):
 
 
 def test_a_report_id_is_stored_once(store):
-    first = report(1.0, "row_term_sign")
+    first = report("row_term_sign", ran_at=1.0)
     assert store.add("ann", [first], 0, now=2.0) == (1, 0)
-    assert store.add("ann", [first, report(3.0)], 0, now=4.0) == (1, 1)
+    assert store.add("ann", [first, report(ran_at=3.0)], 0, now=4.0) == (1, 1)
     session = store.current(5.0)
     assert len(store.reports(session)) == 2
 
 
 def test_a_new_session_starts_from_zero_and_keeps_the_earlier_one(store):
-    store.add("ann", [report(1.0, "row_term_sign")], 3, now=2.0)
+    store.add("ann", [report("row_term_sign", ran_at=1.0)], 3, now=2.0)
     first = store.current(2.0)
     second = store.start(10.0, "Lecture 2")
     assert second != first and store.current(11.0) == second
@@ -153,7 +156,7 @@ def test_a_new_session_starts_from_zero_and_keeps_the_earlier_one(store):
 
 
 def test_retention_deletes_old_closed_sessions_only(store):
-    store.add("ann", [report(1.0, "row_term_sign")], 0, now=1.0)
+    store.add("ann", [report("row_term_sign", ran_at=1.0)], 0, now=1.0)
     old = store.current(1.0)
     store.start(2.0)
     day = 86400
@@ -184,7 +187,7 @@ os.kill(os.getpid(), 9)
 def test_wipe_from_the_command_line_deletes_a_course_and_only_that_course(tmp_path):
     for course in ("course-a", "course-b"):
         opened = Store(database(tmp_path, course))
-        opened.add("ann", [report(1.0, "row_term_sign")], 0, now=1.0)
+        opened.add("ann", [report("row_term_sign", ran_at=1.0)], 0, now=1.0)
         opened.close()
     script = ROOT / "hub" / "misconceptions" / "store.py"
     done = subprocess.run(
