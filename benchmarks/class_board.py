@@ -20,6 +20,7 @@ import signal
 import statistics
 import threading
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -135,6 +136,26 @@ print(json.dumps({k: bool(os.environ.get(k)) for k in
 """
 
 
+async def post_forged(fetch, hub, token: str, claimed: str) -> None:
+    """A 19.3 report with ``row_term_sign``, sent with ``token``, whose body claims to be
+    ``claimed``'s (the service must count it for the token's owner)."""
+    forged = {
+        "id": str(uuid.uuid4()),
+        "exercise": "19.3",
+        "part": "",
+        "passed": False,
+        "diagnoses": ["row_term_sign"],
+        "ran_at": time.time(),
+        "user": claimed,
+    }
+    await fetch(
+        "POST",
+        f"{hub.url}{SERVICE}api/reports",
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        body={"reports": [forged], "user": claimed},
+    )
+
+
 def printed(outputs: list[dict]) -> str:
     return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
 
@@ -159,6 +180,9 @@ def as_json(text: str):
 # --------------------------------------------------------------------------------------
 
 RAN_AT = "\nimport time as _time\nprint('ran_at', _time.time())"
+#: Where the d_k explorer goes after a re-run: where bench_class's 20 moves leave it, away from
+#: the 8 and 9 its hub-restart fault moves it to next.
+MOVE_BACK = 12
 WAIT_S = 180.0  # counts to settle after a fault (the hub polls its services every 30 s)
 
 
@@ -289,6 +313,34 @@ class BoardClass:
             await asyncio.sleep(0.5)
 
 
+def drawn(draw: dict) -> dict[str, dict]:
+    """A drawing of the page (RECORD_DRAWS) in the form of :func:`expected`."""
+    return {
+        p["key"]: {
+            "attempted": p["attempted"],
+            "passing": p["passing"],
+            "diagnoses": dict(map(tuple, p["diagnoses"])),
+        }
+        for p in draw["parts"]
+        if p["attempted"]
+    }
+
+
+async def page_caught_up(page: InstructorPage, wanted: dict, timeout: float = 30.0) -> str:
+    """ "" when the open page comes to show ``wanted`` (it reconnected after every
+    restart), else what it shows and its status line."""
+    deadline = time.monotonic() + timeout
+    while True:
+        draws = await page.draws()
+        if draws and drawn(draws[-1]) == wanted:
+            return ""
+        if time.monotonic() > deadline:
+            status = await page.call(lambda context: page.page.inner_text("#board-status"))
+            last = drawn(draws[-1]) if draws else None
+            return f"the page shows {last} ({len(draws)} drawings, status {status!r})"
+        await asyncio.sleep(0.5)
+
+
 def burst_latencies(draws: list[dict], burst: dict) -> list[float]:
     """Seconds from each report of a burst leaving its kernel to the first drawing of the
     instructor's page that counts it (drawings carry the session's report count)."""
@@ -351,22 +403,20 @@ async def run_board(hub, admin: str, students, workdir: Path, bench):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{victim.name}: the kernel did not restart")
             await asyncio.sleep(0.2)
+        # the restarted kernel holds no explorer: the student runs 02 again, as after any kill
+        await victim.run_all(json.loads(victim.saved_text()))
+        victim.parts = victim.kernel.explorer()
+        await victim.kernel.move(victim.parts, MOVE_BACK)  # where the class left the explorer
         await victim.kernel.execute(PRELUDE)
         await board.run(victim, "19.3")  # the next run sends both
         result["faults"]["kernel killed right after a run"] = {"settled_s": await board.settled()}
 
         result["reports"] = board.runs
         result["counts_equal_known_answers"] = shown(await board.view()) == expected(board.latest)
-        last = (await page.draws())[-1]
-        result["page_counts_equal"] = {
-            p["key"]: {
-                "attempted": p["attempted"],
-                "passing": p["passing"],
-                "diagnoses": dict(map(tuple, p["diagnoses"])),
-            }
-            for p in last["parts"]
-            if p["attempted"]
-        } == expected(board.latest)
+        behind = await page_caught_up(page, expected(board.latest))
+        result["page_counts_equal"] = not behind
+        if behind:
+            result["problems"].append(behind)
         result["page_never_reloaded"] = await page.still_the_same_page()
         trips = []
         for student in students:
