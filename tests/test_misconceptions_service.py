@@ -351,6 +351,8 @@ def read_event(stream) -> tuple[str, dict]:
             event = line[7:]
         elif line.startswith("data: "):
             data = json.loads(line[6:])
+        elif line == "" and event == "heartbeat":
+            event = None  # every 5 s, between the views
         elif line == "" and event:
             return event, data
 

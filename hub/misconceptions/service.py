@@ -61,7 +61,9 @@ STALE_S = 300.0
 FUTURE_S = 300.0
 PUSH_EVERY_S = 0.25  # coalesce a burst's reports into one update per open page
 SLIDE_EVERY_S = 30.0  # "what changed in the last minutes" moves on even without reports
-HEARTBEAT_S = 15.0
+#: An open page hears from the service at least this often; after three silences it reconnects
+#: (a proxy can keep a page's stream open after the service behind it died).
+HEARTBEAT_S = 5.0
 PRUNE_EVERY_S = 86400.0
 
 CSP = (
@@ -414,15 +416,13 @@ class EventsHandler(Handler):
                 try:
                     await asyncio.wait_for(self.closed.wait(), timeout=HEARTBEAT_S)
                 except TimeoutError:
-                    await self.send("heartbeat", None)
+                    await self.send("heartbeat", "{}")
         finally:
             self.board.streams.discard(self)
 
     async def send(self, event: str, data: str | None) -> None:
         if event == "retry":
             self.write("retry: 2000\n\n")  # reconnect after 2 s
-        elif data is None:
-            self.write(f": {event}\n\n")
         else:
             self.write(f"event: {event}\ndata: {data}\n\n")
         try:

@@ -204,12 +204,31 @@ async function poll() {
   return true;
 }
 
+// The service sends a heartbeat every 5 s; a stream silent for longer than this is dead even
+// if it looks open (a proxy can keep it open after the service behind it died).
+const SILENCE_MS = 15000;
 let retryMs = 1000;
 function connect() {
   const events = new EventSource(url('api/events', {
     view, session: config.session, _xsrf: config.xsrf,
   }));
+  let heard = Date.now();
+  let watchdog = null;
+  const reconnect = () => {
+    clearInterval(watchdog);
+    events.close();
+    status('down', 'reconnecting…');
+    poll().catch(() => {}).finally(() => {
+      setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, POLL_MS);
+    });
+  };
+  watchdog = setInterval(() => {
+    if (Date.now() - heard > SILENCE_MS) reconnect();
+  }, 1000);
+  events.addEventListener('heartbeat', () => { heard = Date.now(); });
   events.addEventListener(view, (message) => {
+    heard = Date.now();
     retryMs = 1000;
     status('live', 'live');
     draw(JSON.parse(message.data));
@@ -219,13 +238,7 @@ function connect() {
       status('down', 'reconnecting…');
       return; // the browser retries by itself
     }
-    // closed for good (the service answered with an error, or is down): poll, then retry
-    events.close();
-    status('down', 'reconnecting…');
-    poll().catch(() => {}).finally(() => {
-      setTimeout(connect, retryMs);
-      retryMs = Math.min(retryMs * 2, POLL_MS);
-    });
+    reconnect(); // closed for good (the service answered with an error, or is down)
   });
 }
 
