@@ -27,6 +27,14 @@ moves, the class's summed PSS, the explorer round trips (median and 95th percent
 student and over the class), the load average through the run. What passes or fails:
 every server starts, no cell fails, no edit is lost.
 
+The misconceptions board's part (``class_board.py``, in the first run; ``--no-board`` leaves it
+out): after the class, every protocol student runs the real exercise checkers on known right
+and wrong answers in bursts, some fix their mistake, then the board's service is killed
+mid-burst, the hub restarted and a kernel killed right after a run, with the instructor's
+board open in Chromium throughout. What passes or fails: the counts equal the known answers,
+on the service and on the page; reported: the report's round trip in the kernel, the time
+from a report leaving its kernel to the count changing on the page, the service's memory.
+
 ``--faults`` adds, each with nothing lost: the hub restarted while students work (their
 servers, open kernels and files carry on; explorer moves while it is down), an upstream
 commit to the notebook the students edited, pulled again (their edits survive), a
