@@ -14,6 +14,17 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 setup: $(STAMP)
 
+# Test-only: PyTorch, which notebook 03 and its tests compare attention_lib with
+# (requirements-torch.txt, about 750 MB). The targets that test or execute notebooks install
+# it, so stored outputs are what CI computes; `make lab` does not.
+TEST_STAMP := $(VENV)/.attention-test-installed
+.PHONY: test-setup
+test-setup: $(TEST_STAMP)
+$(TEST_STAMP): requirements-torch.txt constraints.txt | $(STAMP)
+	@if [ -e $(VENV)/.made-by-make ]; then \
+	  $(BIN)/python -m pip install -r requirements-torch.txt -c constraints.txt && touch $@; \
+	else echo "$(VENV) was not made by this Makefile: install requirements-torch.txt into it yourself"; fi
+
 # Install only into a venv this Makefile created (marked by .made-by-make), never into
 # one passed in with VENV=: a shared venv must not be flipped to this checkout by -e.
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -30,12 +41,14 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 # JUPYTER_CONFIG_PATH outranks ~/.jupyter for the few options it sets; settings a user saves in
 # JupyterLab still win, and so does a JUPYTER_CONFIG_PATH of the caller's. The browser tests
 # start what `make -n lab LAB_ROOT=<their copy>` prints, adding only a port and a token.
+# It opens where the series starts (LAB_START, a path under LAB_ROOT), not on the launcher.
 LAB_ROOT ?= notebooks
+LAB_START ?= 01_soft_lookup.ipynb
 lab: setup
 	mkdir -p $(LAB_ROOT)
 	JUPYTER_CONFIG_PATH=$(if $(JUPYTER_CONFIG_PATH),$(JUPYTER_CONFIG_PATH):)$(CURDIR)/etc/jupyter \
 	  $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_ROOT) --ServerApp.ip=127.0.0.1 \
-	  $(if $(filter 0,$(shell id -u)),--allow-root)
+	  --LabApp.default_url=/lab/tree/$(LAB_START) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Board mode (docs/teaching.md): Voila on 127.0.0.1 with the board template of
 # share/jupyter/voila/templates/board, so no page asks a CDN for anything. NB= serves one
@@ -63,9 +76,9 @@ slides: setup
 	  --output-dir build/slides $(NB)
 
 # `make test` is `make test-fast`, the hub's environments, then `make test-browser`, what drives Chromium
-# (CONTRIBUTING.md): the browser tests, the tests marked `hub` (the nbgrader loop) and the
-# simulated class's smoke run (a hub, six students, one in Chromium); the last two skip
-# without the hub's environments unless ATTENTION_REQUIRE_HUB=1. pytest-xdist shares the
+# (CONTRIBUTING.md): the browser tests, the tests marked `hub` (the nbgrader loop, a kernel
+# later than its server waits) and the simulated class's smoke run (a hub, six students, one
+# in Chromium); the last two skip without the hub's environments unless ATTENTION_REQUIRE_HUB=1. pytest-xdist shares the
 # other tests out over WORKERS processes (auto: one per core; WORKERS=0 runs them in this
 # process). The browser tests run on BROWSER_WORKERS processes, a test file at a time
 # (--dist loadfile), each with its own JupyterLab, Voila and Chromium, started only if one
@@ -117,7 +130,7 @@ class-smoke: setup | hub-tests
 # notebooks per worker (--dist loadfile): one notebook's cells share one kernel.
 # Every benchmark's --smoke is a test (tests/test_bench_smoke.py), so it runs beside
 # the others instead of after them, one at a time.
-test-fast: setup
+test-fast: setup test-setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(PYTEST) -m "not browser and not hub" -n $(WORKERS)
@@ -128,7 +141,7 @@ else
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 endif
 
-execute: setup
+execute: setup test-setup
 	$(BIN)/python scripts/execute_notebooks.py $(NB)
 
 # The solutions notebook is the master; the student notebook is generated from it

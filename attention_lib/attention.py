@@ -19,11 +19,12 @@ Shapes follow ``(..., T, d)``: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)``,
 ``V (..., T_k, d_v)``; the leading axes broadcast. Masks are boolean (True =
 may read) and act on the scores before softmax. A query row with no readable
 key gets all-zero weights, a zero output and zero gradients, like PyTorch's
-``scaled_dot_product_attention``.
+``scaled_dot_product_attention`` (torch 2.13 on the CPU; notebook 03 checks it).
 
 Two paths, one contract. Each public function checks its input at the door
 (:mod:`attention_lib._validation`), and then its body is the chapter's listing,
-step for step. Every notebook and explorer runs that code. An input whose
+step for step. On the default path every notebook and explorer runs that code
+(notebook 04 forces the fast path once, to compare the two). An input whose
 weights, all heads together, take at least :data:`FAST_PATH_MIN_BYTES` (4 MB:
 one float32 head at T = 1024) is handed, on the line after the check, to
 :mod:`attention_lib._fast`, which computes the same equations tiled and on

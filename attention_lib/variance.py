@@ -175,8 +175,8 @@ def softmax_jacobian_norm(weights):
 
     It measures how strongly the weights respond to the scores: nudge every
     score by a small independent random amount ``eps * z`` (``z`` standard
-    normal) and the weights move by ``eps * ||J||`` in root mean square. It
-    vanishes when the softmax saturates on one key. Computed in closed form,
+    normal) and the weight vector moves a distance ``eps * ||J||`` in root mean
+    square. It vanishes when the softmax saturates on one key. Computed in closed form,
     ``||J||^2 = sum a^2 - 2 sum a^3 + (sum a^2)^2``, without building ``J``.
 
     Parameters

@@ -9,7 +9,9 @@ WebSocket and widget protocols a browser uses, through the hub's proxy:
    is ready;
 3. pulls the series through the nbgitpuller link (its /git-pull/api stream, as the link's
    page does) from the students' copy (``hub/students_copy.py``), served by ``file://``;
-4. opens ``02_why_sqrt_dk.ipynb`` (a session and a kernel), runs every code cell, and then
+4. opens ``02_why_sqrt_dk.ipynb`` (a session and a kernel), waits for the new kernel to
+   answer (JupyterLab's "Idle"), keeping the kernel's WebSocket open as JupyterLab does
+   (``RECONNECT_LIMIT``: every time it closes is reported), runs every code cell, and then
    moves the d_k explorer 20 times: a widget-protocol update of the slider, timed until the
    kernel has sent the new figure and is idle again (the explorer's round trip);
 5. saves an edit (the run's outputs and a Markdown cell of their own) through the
@@ -23,9 +25,11 @@ press to the new figure in the page) and an edit saved with Ctrl+S.
 What is measured (reported, never pass/fail: these machines are shared): servers started,
 the time to the first and to the last ready server, per student the resident and
 proportional set size (/proc/PID/smaps_rollup) of their server and kernel after the
-moves, the class's summed PSS, the explorer round trips (median and 95th percentile per
-student and over the class), the load average through the run. What passes or fails:
-every server starts, no cell fails, no edit is lost.
+moves, the class's summed PSS, the time until each new kernel answered, the kernel
+WebSockets that closed and whether they came back, the explorer round trips (median and
+95th percentile per student and over the class), the load average through the run. What
+passes or fails: every server starts, no cell fails, no edit is lost. Every run leaves the
+hub's log (the hub, the proxy and every server) beside the JSON figures.
 
 The misconceptions board's part (``class_board.py``, in the first run; ``--no-board`` leaves it
 out): after the class, every protocol student runs the real exercise checkers on known right
@@ -60,12 +64,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -107,6 +113,17 @@ SPAWN_WAIT = 240.0  # POST .../server until the hub reports it ready
 PULL_TIMEOUT = 300.0  # the nbgitpuller stream
 CELL_TIMEOUT = 600.0  # one code cell (30 kernels share 2 cores)
 MOVE_TIMEOUT = 120.0  # one explorer move until the new figure and idle
+#: A new kernel's first answer, and so its WebSocket's handshake (a browser sets no limit):
+#: longer than a student's server waits for it (kernel_info_timeout, hub/jupyterhub_config.py).
+KERNEL_WAIT = 600.0
+#: What JupyterLab 4.6 does when a kernel's WebSocket closes (@jupyterlab/services, the
+#: kernel connection in the students' JupyterLab): it asks the server for the kernel; one the
+#: server reports dead or does not know (404) is over, a network error or a 503 asks again
+#: 10-30 s later, and a clean close (1000, 1001) is final. Otherwise it opens a new socket
+#: with the same session id, at most 7 times in a row, the n-th after a random 0 to 2**n - 1
+#: s. On each connect it sends kernel_info first, and what was queued on its reply or 3 s on.
+RECONNECT_LIMIT = 7
+KERNEL_INFO_WAIT_S = 3.0
 #: The culler's timeout in --smoke. An open page's activity reaches the hub within one
 #: heartbeat and one activity report (15 + 10 s); the rest is slack for a loaded machine
 #: (make test runs the smoke beside the browser tests: at 45 s, a load average of 33 from
@@ -233,26 +250,127 @@ def unpack_binary(data: bytes) -> dict:
 
 
 class Kernel:
-    """A kernel's channels over the server's WebSocket, and the widget models it opened."""
+    """A kernel's channels over the server's WebSocket, kept open as JupyterLab keeps its own
+    (``RECONNECT_LIMIT``), and the widget models it opened. Every time the socket closes is
+    appended to ``drops`` (its close code and reason, and whether it came back)."""
 
-    def __init__(self, ws, session: str):
-        self.ws, self.session = ws, session
+    def __init__(self, base: str, kernel_id: str, token: str, drops: list[dict]):
+        self.base, self.kernel_id, self.token, self.drops = base, kernel_id, token, drops
+        # One session id for every socket: the server replays what it buffered while none was open.
+        self.session = uuid.uuid4().hex
+        self.ws: websocket.WebSocketClientConnection | None = None
         self.models: dict[str, dict] = {}  # comm id -> widget state (buffers as sha256)
         self.statuses: list[str] = []  # every kernel status message, in order
+        self.info: asyncio.Future = asyncio.get_running_loop().create_future()  # kernel_info
         self._waiting: dict[str, asyncio.Queue] = {}
-        self.reader = asyncio.ensure_future(self._read())
+        self._queued: list[str] = []  # sent while no socket was open, or before it was greeted
+        self._live = False  # greeted: what is sent goes out at once
+        self._opened = asyncio.Event()
+        self.runner = asyncio.ensure_future(self._run())
 
     @classmethod
-    async def connect(cls, base: str, kernel_id: str, token: str) -> Kernel:
-        session = uuid.uuid4().hex
+    async def connect(cls, base: str, kernel_id: str, token: str, drops: list[dict]) -> Kernel:
+        kernel = cls(base, kernel_id, token, drops)
+        opened = asyncio.ensure_future(kernel._opened.wait())
+        await asyncio.wait([opened, kernel.runner], return_when=asyncio.FIRST_COMPLETED)
+        if not opened.done():
+            opened.cancel()
+            raise RuntimeError(f"the kernel's WebSocket did not open: {drops[-1:]}")
+        return kernel
+
+    async def _run(self) -> None:
+        """Open the socket and read it; when it closes, do what JupyterLab does (above)."""
         url = (
-            base.replace("http", "ws", 1) + f"api/kernels/{kernel_id}/channels?session_id={session}"
+            self.base.replace("http", "ws", 1)
+            + f"api/kernels/{self.kernel_id}/channels?session_id={self.session}"
         )
-        request = httpclient.HTTPRequest(
-            url, headers={"Authorization": f"token {token}"}, request_timeout=HTTP_TIMEOUT
-        )
-        ws = await websocket.websocket_connect(request, max_message_size=256 * 2**20)
-        return cls(ws, session)
+        request = httpclient.HTTPRequest(url, headers=self._auth(), request_timeout=KERNEL_WAIT)
+        attempt, drop, lost_at = 0, None, 0.0
+        while True:
+            t = time.monotonic()
+            try:
+                self.ws = await websocket.websocket_connect(request, max_message_size=256 * 2**20)
+            except (OSError, httpclient.HTTPClientError, websocket.WebSocketError) as exc:
+                closed = {"code": None, "reason": f"not opened: {type(exc).__name__} {exc}"[:160]}
+            else:
+                if drop is not None:
+                    drop["reopened_after_s"] = round(time.monotonic() - lost_at, 1)
+                attempt, drop = 0, None  # connected: JupyterLab counts its attempts afresh
+                self._opened.set()
+                greeting = asyncio.ensure_future(self._greet())
+                await self._read()
+                greeting.cancel()
+                self._live = False
+                closed = {"code": self.ws.close_code, "reason": self.ws.close_reason}
+                self.ws.close()  # already closed by the other side: releases it
+                closed["open_for_s"] = round(time.monotonic() - t, 1)
+            if drop is None:
+                drop, lost_at = closed, time.monotonic()
+                self.drops.append(drop)
+            else:
+                drop["failed_attempts"] = attempt
+            gone = await self._gone()
+            if gone or closed["code"] in (1000, 1001) or attempt >= RECONNECT_LIMIT:
+                drop["outcome"] = gone or f"given up after {attempt} attempts"
+                for queue in self._waiting.values():
+                    queue.put_nowait(None)
+                if not self.info.done():
+                    self.info.set_exception(RuntimeError(f"the kernel never answered: {drop}"))
+                return
+            await asyncio.sleep(random.randint(0, 1000 * (2**attempt - 1)) / 1000)
+            attempt += 1
+
+    async def _gone(self) -> str | None:
+        """Why the kernel is over, or None if the server still runs it: JupyterLab's check
+        before it reconnects (a network error or a 503 asks again 10-30 s later)."""
+        while True:
+            try:
+                response = await fetch(
+                    "GET", f"{self.base}api/kernels/{self.kernel_id}", headers=self._auth()
+                )
+            except HTTPFailure as exc:
+                if " 503 " not in str(exc) and " 424 " not in str(exc):
+                    return f"kernel unknown to the server: {str(exc)[:120]}"
+            except OSError:
+                pass
+            else:
+                state = json.loads(response.body).get("execution_state")
+                return "the server reports the kernel dead" if state == "dead" else None
+            await asyncio.sleep(random.randint(10, 30))
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"token {self.token}"}
+
+    async def _greet(self) -> None:
+        """JupyterLab on every connect: kernel_info first; what was queued goes out on its
+        reply or after KERNEL_INFO_WAIT_S without one."""
+        msg_id = self.send("shell", "kernel_info_request", {})
+        reply = asyncio.ensure_future(self._kernel_info(msg_id))
+        try:
+            await asyncio.wait_for(asyncio.shield(reply), KERNEL_INFO_WAIT_S)
+        except TimeoutError:
+            pass
+        self._live = True
+        while self._queued and self._write(self._queued[0]):
+            self._queued.pop(0)
+
+    async def _kernel_info(self, msg_id: str) -> None:
+        def done(msg):
+            return msg["header"]["msg_type"] == "kernel_info_reply"
+
+        with contextlib.suppress(TimeoutError):  # the next connection asks again
+            async for msg in self.replies(msg_id, KERNEL_WAIT, done):
+                if done(msg) and not self.info.done():
+                    self.info.set_result(msg["content"])
+
+    def _write(self, data: str) -> bool:
+        """Send now; False if the socket has closed (the reader is about to see it)."""
+        try:
+            self.ws.write_message(data)
+        except websocket.WebSocketClosedError:
+            self._live = False
+            return False
+        return True
 
     def send(self, channel: str, msg_type: str, content: dict) -> str:
         msg_id = uuid.uuid4().hex
@@ -266,15 +384,17 @@ class Kernel:
         }
         msg = {"header": header, "parent_header": {}, "metadata": {}, "content": content}
         self._waiting[msg_id] = asyncio.Queue()
-        self.ws.write_message(json.dumps({**msg, "channel": channel}))
+        data = json.dumps({**msg, "channel": channel})
+        greeting = msg_type == "kernel_info_request" and self.ws is not None
+        if not ((self._live or greeting) and self._write(data)):
+            self._queued.append(data)
         return msg_id
 
     async def _read(self) -> None:
+        """Route every message of the open socket, until it closes."""
         while True:
             raw = await self.ws.read_message()
             if raw is None:
-                for queue in self._waiting.values():
-                    queue.put_nowait(None)
                 return
             msg = unpack_binary(raw) if isinstance(raw, bytes) else json.loads(raw)
             msg.setdefault("buffers", [])
@@ -456,8 +576,9 @@ class Kernel:
         return ponged
 
     def close(self) -> None:
-        self.ws.close()
-        self.reader.cancel()
+        self.runner.cancel()
+        if self.ws is not None:
+            self.ws.close()
 
 
 # --------------------------------------------------------------------------------------
@@ -571,8 +692,11 @@ def serve_free_port() -> int:
 
 def free_port_block(size: int) -> int:
     """The first port of ``size`` free ports below the ephemeral range (for the servers),
-    so that a hub started by ``make hub`` beside this one keeps its own."""
-    for base in range(20000, 32768 - size, size):
+    so that a hub started by ``make hub`` beside this one keeps its own. Blocks are tried in
+    a random order: two benchmarks started together must not both take the first."""
+    bases = list(range(20000, 32768 - size, size))
+    random.shuffle(bases)
+    for base in bases:
         try:
             for port in range(base + 1, base + size):
                 with socket.socket() as sock:
@@ -600,6 +724,7 @@ class Student:
     parts: dict = dataclasses.field(default_factory=dict)
     marks: list = dataclasses.field(default_factory=list)  # every edit they saved
     heartbeat: asyncio.Task | None = None
+    kernel_name: str = "python3"  # the kernelspec their notebook starts
 
     @property
     def base(self) -> str:
@@ -694,12 +819,15 @@ class Student:
                         "path": path,
                         "name": Path(path).name,
                         "type": "notebook",
-                        "kernel": {"name": "python3"},
+                        "kernel": {"name": self.kernel_name},
                     },
                 )
             ).body
         )
-        self.kernel = await Kernel.connect(self.base, session["kernel"]["id"], self.token)
+        drops = self.result.setdefault("socket_drops", [])
+        self.kernel = await Kernel.connect(self.base, session["kernel"]["id"], self.token, drops)
+        # What a student waits for in JupyterLab before Run All: the kernel's first answer.
+        await asyncio.wait_for(asyncio.shield(self.kernel.info), KERNEL_WAIT)
         return json.loads(
             (await fetch("GET", f"{self.base}api/contents/{path}", headers=self.auth)).body
         )["content"]
@@ -746,7 +874,7 @@ class Student:
             try:
                 self.result.setdefault("pongs", 0)
                 self.result["pongs"] += await self.kernel.ping(self.parts, n)
-            except (OSError, RuntimeError, websocket.WebSocketClosedError):
+            except (OSError, RuntimeError):
                 pass  # a page whose kernel is gone keeps asking too
 
     async def session(self, moves: int) -> dict:
@@ -758,7 +886,9 @@ class Student:
         await self.start_server()
         r["ready_at"] = time.monotonic()
         await self.pull()
+        t1 = time.monotonic()
         nb = await self.open_notebook()
+        r["kernel_answered_s"] = time.monotonic() - t1
         t1 = time.monotonic()
         r["cells_failed"] = await self.run_all(nb)
         r["run_all_s"] = time.monotonic() - t1
@@ -829,6 +959,14 @@ class BrowserStudent:
                 ),
             ]
             self.guard.attach_context(self.context)
+            # JupyterLab's own reconnects of the kernel's WebSocket, as its console says them.
+            self.context.on(
+                "console",
+                lambda m: (
+                    "Connection lost, reconnecting" in m.text
+                    and self.result.setdefault("reconnects_logged", []).append(m.text)
+                ),
+            )
             try:
                 while (job := self._thread_calls.get()) is not None:
                     fn, future = job
@@ -1075,8 +1213,13 @@ async def run_class(args, workdir: Path) -> dict:
         memory = await measure_memory(admin, hub, names)
         report["servers_ready"] = sum([await server_ready(admin, hub, name) for name in names])
         report["load_during_class"] = load.stop()
-        report["per_student"] = {
-            s.name: {**s.result, "memory_kib": memory[s.name]} for s in students
+        report["per_student"] = {  # the sockets that closed so far (the faults close more)
+            s.name: {
+                **s.result,
+                "memory_kib": memory[s.name],
+                "socket_drops": list(s.result.get("socket_drops", [])),
+            }
+            for s in students
         }
         report["hub_and_proxy_kib"] = {
             "hub": memory_kib(hub.hub.pid),
@@ -1091,8 +1234,14 @@ async def run_class(args, workdir: Path) -> dict:
         if args.faults:
             load = LoadSampler()
             load.start()
+            per = report["per_student"]
             report["faults"] = await run_faults(hub, admin, students, browsers, args)
             report["load_during_faults"] = load.stop()
+            report["socket_drops_in_faults"] = {
+                s.name: later
+                for s in students
+                if (later := s.result.get("socket_drops", [])[len(per[s.name]["socket_drops"]) :])
+            }
         report["edits_lost"] = {s.name: lost for s in students if (lost := s.lost_edits())}
         return summarize(report, t_start)
     except BaseException:
@@ -1123,6 +1272,10 @@ def summarize(report: dict, t_start: float) -> dict:
         if (m := r["memory_kib"])["server"]
     ]
     report.update(
+        socket_drops={n: r["socket_drops"] for n, r in per.items() if r.get("socket_drops")},
+        reconnects_logged={
+            n: r["reconnects_logged"] for n, r in per.items() if "reconnects_logged" in r
+        },
         first_ready_s=ready[0] if ready else None,
         all_ready_s=ready[-1] if ready else None,
         failures=failures,
@@ -1460,6 +1613,9 @@ def markdown(runs: list[dict], meta: dict) -> str:
             ("Errors", run["failures"]),
             ("Cells failed", run["cells_failed"]),
             ("Edits lost", run["edits_lost"]),
+            ("Kernel WebSockets that closed (JupyterLab's reconnect)", run["socket_drops"]),
+            ("Kernel WebSockets that closed in the faults", run.get("socket_drops_in_faults")),
+            ("JupyterLab's reconnects in Chromium (its console)", run["reconnects_logged"]),
         ]:
             if items:
                 lines += [f"{heading}:", "", *[f"- {n}: {e}" for n, e in items.items()], ""]
@@ -1528,15 +1684,26 @@ def table_rows(run: dict) -> list[tuple[str, str]]:
     kernel = [k for m in mem for k in m["kernels"]]
     hub, load = run["hub_and_proxy_kib"], run["load_during_class"]
     run_all = [r["run_all_s"] for r in run["per_student"].values() if "run_all_s" in r]
+    answered = [
+        r["kernel_answered_s"] for r in run["per_student"].values() if "kernel_answered_s" in r
+    ]
+    drops = [d for ds in run["socket_drops"].values() for d in ds]
+    reopened = sum("reopened_after_s" in d for d in drops)
     ready = f"{_s(run['first_ready_s'])} / {_s(run['all_ready_s'])}"
     return [
         ("servers ready", f"{run['servers_ready']} of {run['students']}"),
         ("first / last server ready (protocol students, from the first arrival)", ready),
         ("whole class done (last edit saved)", f"{run['class_s']:.0f} s"),
+        ("opening 02 until its new kernel answers, per student: median / max", _seconds(answered)),
         ("running every cell of 02, per student: median / max", _seconds(run_all)),
         ("cells failed", sum(len(v) for v in run["cells_failed"].values())),
         ("edits lost", sum(len(v) for v in run["edits_lost"].values())),
         ("students who hit an error", len(run["failures"])),
+        ("kernel WebSockets that closed: reopened / not", f"{reopened} / {len(drops) - reopened}"),
+        (
+            "JupyterLab's reconnect attempts in Chromium (its console)",
+            sum(map(len, run["reconnects_logged"].values())),
+        ),
         ("server per student, RSS / PSS (median)", f"{_mem(server, statistics.median)} MiB"),
         (
             f"kernel after 02 and {run['moves']} moves, RSS / PSS: median (max)",
@@ -1656,6 +1823,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": Path("/proc/loadavg").read_text().split()[:3],
     }
     runs = []
+    args.json.parent.mkdir(parents=True, exist_ok=True)
     for index, interval in enumerate(schedules):
         args.interval = interval
         args.board = args.board and index == 0  # the board's part in the first run only
@@ -1664,6 +1832,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run = asyncio.run(run_class(args, scratch))
         finally:
+            # The hub's, the proxy's and every server's log, beside the figures: the evidence
+            # when a run fails.
+            log = args.json.parent / f"hub-{'at-once' if interval == 0 else 'staggered'}.log"
+            shutil.copy(scratch / "hub.log", log)
             if args.keep:
                 print(f"bench_class: hub folder and logs kept in {scratch}")
             else:
@@ -1672,7 +1844,6 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(run)
     text = markdown(runs, meta)
     print(text)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
     if args.write:
         args.write.write_text(text + "\n")

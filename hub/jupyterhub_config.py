@@ -28,8 +28,10 @@ and state. What this demo does, and what a real course changes (marked ``REAL CO
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
@@ -40,7 +42,7 @@ SINGLEUSER_VENV = Path(os.environ.get("ATTENTION_SINGLEUSER_VENV", ROOT / ".venv
 PORT = int(os.environ.get("ATTENTION_HUB_PORT", "8000"))  # the proxy: what students open
 HUB_API_PORT = int(os.environ.get("ATTENTION_HUB_API_PORT", "8081"))
 PROXY_API_PORT = int(os.environ.get("ATTENTION_PROXY_API_PORT", "8001"))
-# Student N's server listens on this + N (below the kernels' ports: own_port says why).
+# Student N's server listens on this + N (below the ephemeral ports: own_addresses says why).
 SERVER_PORT_BASE = int(os.environ.get("ATTENTION_HUB_SERVER_PORTS", "20000"))
 # An idle server is stopped after this many seconds (1 h: a lecture's pause survives it).
 CULL_TIMEOUT = int(os.environ.get("ATTENTION_HUB_CULL_TIMEOUT", "3600"))
@@ -74,8 +76,24 @@ c.Authenticator.admin_users = {"instructor"}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "home" / "{username}")
 c.Spawner.cmd = [str(SINGLEUSER_VENV / "bin" / "jupyterhub-singleuser")]
+# How long a student's server waits for a new kernel to answer: once before it accepts the
+# notebook's WebSocket, once more after (jupyter_server 2.21's "nudge"). If the kernel has
+# not answered by the end of the second wait, the server drops the socket (an uncaught
+# TimeoutError, no close frame) and what the page sent meanwhile is lost. Thirty kernels
+# starting at once on two cores answered within 10 s at a load of 42 (benchmark,
+# 2026-12-03), well inside the default 60 s; the one that did not had never started (see
+# own_addresses). 300 s: a kernel slowed by a busier class is waited for before the socket
+# opens, not dropped after 120 s; the cost is that one that never answers is given up on
+# later (after 300 s, then within 90 s: the server's ping timeout, as no pong is read
+# during the second wait).
+KERNEL_INFO_TIMEOUT = int(os.environ.get("ATTENTION_HUB_KERNEL_INFO_TIMEOUT", "300"))
 # Never move to another port than the hub chose (the hub would wait for it, then give up).
-c.Spawner.args = ["--ServerApp.port_retries=0", *(["--allow-root"] if os.geteuid() == 0 else [])]
+c.Spawner.args = [
+    "--ServerApp.port_retries=0",
+    f"--MappingKernelManager.kernel_info_timeout={KERNEL_INFO_TIMEOUT}",
+    "--KernelManager.transport=ipc",  # Unix sockets, not TCP ports: own_addresses says why
+    *(["--allow-root"] if os.geteuid() == 0 else []),
+]
 c.Spawner.default_url = "/lab"
 # A class arriving at once on two cores: a server may take a while to answer.
 c.Spawner.start_timeout = 180
@@ -83,17 +101,32 @@ c.Spawner.http_timeout = 120
 c.Spawner.poll_interval = 10  # notice a dead server within 10 s (a poll is one kill(pid, 0))
 
 
-def own_port(spawner):
-    """Each student's server on a port of its own, below the range kernels take theirs from.
+KERNEL_SOCKETS = Path(tempfile.gettempdir()) / (
+    "attention-kernels-" + hashlib.sha256(str(STATE).encode()).hexdigest()[:8]
+)
 
-    JupyterHub's default, a random free port, comes from the same ephemeral range
-    (32768-60999 on Linux) as every kernel's ZMQ ports: with 30 students starting at once,
-    a kernel took a server's port before the server had bound it (benchmark, 2026-12-01).
+
+def own_addresses(spawner):
+    """Each student's server on a port of its own, below the range kernels took theirs from,
+    and its kernels' sockets in a folder of its own.
+
+    JupyterHub's default, a random free port, comes from the ephemeral range (32768-60999 on
+    Linux): with 30 students starting at once, a kernel took a server's port before the
+    server had bound it (benchmark, 2026-12-01). A server picks its kernels' five TCP ports
+    the same way (bind port 0, let go): two of 30 servers starting kernels at once were given
+    the same one (2026-12-03, 127.0.0.1:33961), the second kernel could not bind it and hung
+    (ipykernel 7.4 waits forever for its ZMQ context on the way out) instead of dying, so
+    nothing restarted it; its server waited for it, then dropped the student's WebSocket.
+    Unix sockets named after the kernel (``kernel-<id>-ipc-N``) in the server's runtime
+    folder cannot collide; the folder is short because a socket's path may not exceed 107
+    bytes (the usual one, under the student's home, can).
     """
     spawner.port = SERVER_PORT_BASE + spawner.user.id
+    runtime = KERNEL_SOCKETS / str(spawner.user.id)
+    spawner.environment = {**spawner.environment, "JUPYTER_RUNTIME_DIR": str(runtime)}
 
 
-c.Spawner.pre_spawn_hook = own_port
+c.Spawner.pre_spawn_hook = own_addresses
 # Not PYTHONPATH: a student's kernel imports the attention_lib of their environment.
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL"]
 # The servers' environment, one entry per reason.

@@ -21,6 +21,7 @@ import json
 import re
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -317,6 +318,32 @@ def test_hub_serves_127_0_0_1_with_the_students_environment(hub_config):
     culler = next(s for s in c.JupyterHub.services if s["name"] == "idle-culler")
     assert culler["command"][1:3] == ["-m", "jupyterhub_idle_culler"]
     assert "--timeout=3600" in culler["command"]
+
+
+def test_each_server_has_a_port_and_kernel_sockets_of_its_own(hub_config, monkeypatch, tmp_path):
+    """Kernels over Unix sockets in a per-student folder whose socket paths fit in the 107
+    bytes a socket's path may have, however deep the hub's state folder is."""
+    assert "--KernelManager.transport=ipc" in hub_config.Spawner.args
+    deep = tmp_path / ("state-of-a-course-checked-out-somewhere-deep-" * 3)
+    monkeypatch.setenv("ATTENTION_HUB_STATE", str(deep))
+    config = Config()
+    path = HUB / "jupyterhub_config.py"
+    exec(
+        compile(path.read_text(), str(path), "exec"),
+        {"get_config": lambda: config, "__file__": str(path)},
+    )
+    spawners = [
+        types.SimpleNamespace(user=types.SimpleNamespace(id=uid), environment={"A": "1"})
+        for uid in (1, 999)
+    ]
+    for spawner in spawners:
+        config.Spawner.pre_spawn_hook(spawner)
+    runtimes = [Path(s.environment["JUPYTER_RUNTIME_DIR"]) for s in spawners]
+    assert [s.environment["A"] for s in spawners] == ["1", "1"]
+    assert [s.port for s in spawners] == [20001, 20999]
+    assert runtimes[0] != runtimes[1] and str(deep) not in str(runtimes[0])
+    socket = runtimes[1] / f"kernel-{'0' * 8}-{'0' * 4}-{'0' * 4}-{'0' * 4}-{'0' * 12}-ipc-5"
+    assert len(str(socket).encode()) <= 107, socket
 
 
 def test_deploy_installs_what_make_installs():

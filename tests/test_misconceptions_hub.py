@@ -92,7 +92,7 @@ async def open_kernel(student) -> None:
         "POST", f"{student.base}api/kernels", headers=student.auth, body={"name": "python3"}
     )
     student.kernel = await bench.Kernel.connect(
-        student.base, json.loads(made.body)["id"], student.token
+        student.base, json.loads(made.body)["id"], student.token, drops=[]
     )
     _, error = await student.kernel.execute(board.PRELUDE)
     assert error is None, error

@@ -173,3 +173,11 @@ def test_check_question_a_one_percent_rule_would_fail_a_correct_estimate_often()
         for seed in range(30)
     )
     assert misses_1pc >= 6 and misses_5se == 0
+
+
+@pytest.mark.parametrize("width", [1, 8, 20])
+def test_while_one_chunk_holds_every_sample_the_library_returns_listing_19_2s_estimate(width):
+    rng = np.random.default_rng(19)  # listing 19.2, with its defaults: 50,000 samples, seed 19
+    Q, K = rng.standard_normal((50_000, width)), rng.standard_normal((50_000, width))
+    listing = float(np.var(np.sum(Q * K, axis=1)))
+    assert dot_product_variance(width) == pytest.approx(listing, rel=1e-12)

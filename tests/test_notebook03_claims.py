@@ -92,9 +92,23 @@ def test_claim5_row_with_no_allowed_key_gives_zeros_not_nan():
     assert np.all(cache.weights[1] == 0.0) and np.all(out[1] == 0.0)
     assert np.all(np.isfinite(out))
     grads = attention_backward(np.ones_like(out), cache)
-    for grad in grads:
-        assert np.all(np.isfinite(grad))
-    assert np.all(grads[0][1] == 0.0)  # no gradient reaches the empty example's queries
+    for grad in grads:  # no gradient reaches the empty example's queries, keys or values
+        assert np.all(np.isfinite(grad)) and np.all(grad[1] == 0.0)
+
+
+@pytest.mark.parametrize(("t_q", "t_k"), [(1, 4), (3, 6), (5, 5)])
+def test_rectangular_causal_masks_are_rows_of_the_square_one(t_q, t_k):
+    np.testing.assert_array_equal(causal_mask(t_q, t_k), causal_mask(t_k)[:t_q])  # top-left
+    bottom_right = np.tril(np.ones((t_q, t_k), dtype=bool), k=t_k - t_q)
+    np.testing.assert_array_equal(bottom_right, causal_mask(t_k)[t_k - t_q :])
+
+
+def test_bottom_right_mask_gives_the_newest_queries_their_outputs_in_the_whole_sequence():
+    Q, K, V = qkv(T=7)
+    whole = attention_forward(Q, K, V, mask=causal_mask(7))
+    bottom_right = np.tril(np.ones((2, 7), dtype=bool), k=5)
+    np.testing.assert_allclose(attention_forward(Q[5:], K, V, mask=bottom_right), whole[5:])
+    assert not np.allclose(attention_forward(Q[5:], K, V, mask=causal_mask(2, 7)), whole[5:])
 
 
 def test_pitfall_bh_mixup_is_silent_when_b_equals_h():
@@ -237,7 +251,8 @@ def test_check_question_large_fill_equals_minus_inf_on_rows_with_an_allowed_key(
 
 
 def test_attention_forward_matches_pytorch_sdpa_under_a_causal_mask():
-    torch = pytest.importorskip("torch", reason="the PyTorch comparison needs torch installed")
+    import torch  # requirements-torch.txt: make test installs it
+
     q, k, v = (torch.tensor(x) for x in np.random.default_rng(0).standard_normal((3, 1, 4, 4)))
     sdpa = torch.nn.functional.scaled_dot_product_attention(
         q, k, v, attn_mask=torch.tensor(causal_mask(4))
@@ -247,10 +262,22 @@ def test_attention_forward_matches_pytorch_sdpa_under_a_causal_mask():
 
 
 def test_a_row_with_no_readable_key_gives_what_pytorch_sdpa_gives():
-    torch = pytest.importorskip("torch", reason="the PyTorch comparison needs torch installed")
+    import torch  # requirements-torch.txt: make test installs it
+
     q, k, v = (torch.tensor(x) for x in np.random.default_rng(1).standard_normal((3, 1, 3, 4)))
     mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor(mask))
     ours = attention_forward(q.numpy(), k.numpy(), v.numpy(), mask)
     np.testing.assert_allclose(sdpa.numpy(), ours, rtol=1e-12, atol=1e-14)
     assert np.all(ours[0, 1] == 0.0)
+
+
+@pytest.mark.parametrize(("t_q", "t_k"), [(2, 5), (5, 2)])
+def test_pytorch_is_causal_is_causal_mask_aligned_top_left(t_q, t_k):
+    import torch  # requirements-torch.txt: make test installs it
+
+    rng = np.random.default_rng(2)
+    q, k, v = (torch.tensor(rng.standard_normal((1, t, 4))) for t in (t_q, t_k, t_k))
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    ours = attention_forward(q.numpy(), k.numpy(), v.numpy(), mask=causal_mask(t_q, t_k))
+    np.testing.assert_allclose(sdpa.numpy(), ours, rtol=1e-12, atol=1e-14)

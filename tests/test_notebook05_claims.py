@@ -21,7 +21,7 @@ def test_claim1_cross_attention_is_T_q_by_T_k(T_q, T_k):
     assert state.weights.shape == (T_q, T_k)
 
 
-def test_claim2_d_v_sets_the_output_width_and_d_k_does_not():
+def test_claim3_d_v_sets_the_output_width_and_d_k_does_not():
     for d_v in range(1, sc.MAX_WIDTH + 1):
         shapes = {sc.update(T_q=4, T_k=6, d_k=d_k, d_v=d_v).output.shape for d_k in (1, 4, 8)}
         assert shapes == {(4, d_v)}
@@ -30,7 +30,7 @@ def test_claim2_d_v_sets_the_output_width_and_d_k_does_not():
     assert not np.allclose(narrow.weights, wide.weights)  # ...but it changes what they are
 
 
-def test_claim3_same_function_only_the_source_of_K_and_V_differs():
+def test_claim2_same_function_only_the_source_of_K_and_V_differs():
     W = sc.projections(4, 3)
     X_dec = sc.token_vectors(sc.DECODER_TOKENS[:5])
     X_enc = sc.token_vectors(sc.ENCODER_TOKENS[:7])
@@ -123,6 +123,20 @@ def test_encoder_self_attention_needs_the_padding_mask_that_causal_decoding_does
     assert np.all(bidirectional.weights[:5, 5:] > 0.0)
     assert np.all(masked.weights[:, 5:] == 0.0) and masked.weights.shape == (8, 8)
     np.testing.assert_allclose(out[:5], attention_forward(Q[:5], K[:5], V[:5]), rtol=1e-12)
+
+
+def test_a_causal_mask_alone_lets_real_tokens_read_left_padding():
+    W = sc.projections(4, 3)
+    X = sc.token_vectors(sc.ENCODER_TOKENS[:8])
+    X[:3] = np.random.default_rng(9).standard_normal((3, sc.D_MODEL))  # 3 pads, then 5 tokens
+    _, causal = attention_forward(
+        X @ W.W_q, X @ W.W_k, X @ W.W_v, causal_mask(8), return_cache=True
+    )
+    assert np.all(causal.weights[3:, :3] > 0.0)  # every real token reads every pad
+    valid = valid_from_lengths(np.array([8]), 8) & (np.arange(8) >= 3)
+    both = causal_mask(8) & padding_mask(valid)[0]
+    _, masked = attention_forward(X @ W.W_q, X @ W.W_k, X @ W.W_v, both, return_cache=True)
+    assert np.all(masked.weights[3:, :3] == 0.0)
 
 
 def test_check_question_cross_attention_shapes():

@@ -42,7 +42,10 @@ exercised on small synthetic notebooks below.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -275,6 +278,26 @@ def test_readme_map_lists_exactly_the_notebooks():
     """With no notebooks yet, this asserts that the map is an empty table."""
     present = [path.name for path in series()]
     assert map_problems(README.read_text(encoding="utf-8"), present) == []
+
+
+def lab_start_page(dry_run: str) -> str | None:
+    """The page `make lab` opens, from its dry run: ``--LabApp.default_url=/lab/tree/PAGE``."""
+    found = re.search(r"--LabApp\.default_url=/lab/tree/(\S+)", dry_run)
+    return found[1] if found else None
+
+
+def test_make_lab_opens_the_first_notebook_of_the_map():
+    """A student who types `make lab` lands where the series starts, not on the launcher."""
+    dry_run = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(ROOT), "lab", f"VENV={sys.prefix}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}},
+    ).stdout
+    first = [path.name for path in series()][:1]
+    assert [lab_start_page(dry_run)] == first, dry_run
+    assert lab_start_page("jupyter lab --ServerApp.ip=127.0.0.1") is None
 
 
 # The checks themselves, on synthetic notebooks: they run even while notebooks/ is empty.

@@ -4,7 +4,8 @@ requirements.txt is the source of truth: every line is an exact ``name==version`
 pin. environment.yml must carry exactly the same pins (conda/Binder), and
 constraints.txt (the transitive lock, ``make lock``) must hold every one of them at
 the same version and list exactly these as its top-level requirements. Bumping one
-file only fails here.
+file only fails here. requirements-torch.txt, the test-only PyTorch, is exact pins too,
+none of them at another version than the series' own.
 """
 
 from __future__ import annotations
@@ -154,6 +155,41 @@ def test_a_bump_in_one_file_is_caught(where):
     files[where]["numpy"] = {"2.4.7"} if where == "constraints" else "2.4.7"
     problems = disagreements(*files.values())
     assert problems and all(problem.startswith("numpy:") for problem in problems)
+
+
+def torch_pins(text: str) -> dict[str, str]:
+    return parse_pins(requirement_lines(text), "requirements-torch.txt")
+
+
+def clashes_with_the_series(
+    test_only: dict[str, str], requirements: dict[str, str], constraints: dict[str, set[str]]
+) -> list[str]:
+    """How requirements-torch.txt disagrees with the series' own pins, in words."""
+    problems = [
+        f"{name}: pinned in requirements.txt too" for name in test_only.keys() & requirements
+    ]
+    for name, version in sorted(test_only.items()):
+        if name in constraints and constraints[name] != {version}:
+            problems.append(
+                f"{name}: {version} here, {sorted(constraints[name])} in constraints.txt"
+            )
+    return problems
+
+
+def test_torch_is_pinned_for_the_tests_only_and_agrees_with_the_lock(pins):
+    """requirements-torch.txt (make test and make execute install it, make lab does not)."""
+    requirements, _, environment, constraints, _ = pins
+    test_only = torch_pins(read("requirements-torch.txt"))
+    assert test_only["torch"] == "2.13.0"  # the version that resolves to the CPU build here
+    assert "torch" not in environment
+    assert clashes_with_the_series(test_only, requirements, constraints) == []
+
+
+def test_a_test_only_pin_that_clashes_is_caught():
+    constraints = {"jinja2": {"3.1.6"}}
+    assert clashes_with_the_series({"jinja2": "3.1.6"}, {}, constraints) == []
+    assert clashes_with_the_series({"jinja2": "3.1.5"}, {}, constraints)
+    assert clashes_with_the_series({"numpy": "2.4.6"}, {"numpy": "2.4.6"}, {})
 
 
 def test_loose_pins_are_refused():

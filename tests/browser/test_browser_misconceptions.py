@@ -89,7 +89,9 @@ class Students:
             "POST", f"{student.base}api/kernels", headers=student.auth, body={"name": "python3"}
         )
         kernel_id = json.loads(made.body)["id"]
-        student.kernel = await bench.Kernel.connect(student.base, kernel_id, student.token)
+        student.kernel = await bench.Kernel.connect(
+            student.base, kernel_id, student.token, drops=[]
+        )
         _, error = await student.kernel.execute(board.PRELUDE)
         assert error is None, error
 
