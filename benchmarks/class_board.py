@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import os
 import queue
 import random
 import signal
 import statistics
+import sys
 import threading
 import time
 import uuid
@@ -28,17 +30,17 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 SERVICE = "/services/misconceptions/"
 
-#: Per exercise part: the checker's call on ``m`` (tests/exercise_mistakes.py) and the
-#: diagnosis it must report (None: a right answer). The board's key of the part first.
+#: Per checker: its call on ``m`` (tests/exercise_mistakes.py) and the diagnosis it must
+#: report (None: a right answer), the right answer first.
 ANSWERS: dict[str, list[tuple[str, str | None]]] = {
-    "19.3": [
+    "check_exercise_19_3": [
         ("check_exercise_19_3(m.row_backward_einsum)", None),
         ("check_exercise_19_3(m.row_backward_missing_row_term)", "row_term_missing"),
         ("check_exercise_19_3(m.row_backward_in_place)", "modified_input"),
         ("check_exercise_19_3(m.row_backward_no_keepdims)", "missing_keepdims"),
         ("check_exercise_19_3(m.row_backward_sum_over_axis_0)", "row_term_wrong_axis"),
     ],
-    "19.4": [
+    "check_exercise_19_4": [
         ("check_exercise_19_4(m.loop_forward, m.loop_backward)", None),
         ("check_exercise_19_4(*pair(m.MaskAfterSoftmax))", "mask_after_softmax"),
         ("check_exercise_19_4(*pair(m.ScaledBySqrtDModel))", "wrong_scale"),
@@ -46,7 +48,7 @@ ANSWERS: dict[str, list[tuple[str, str | None]]] = {
         ("check_exercise_19_4(*pair(m.NoScaling))", "no_scaling"),
         ("check_exercise_19_4(*pair(m.SignError))", "row_term_sign"),
     ],
-    "19.4 (c)": [
+    "check_exercise_19_4c": [
         ("check_exercise_19_4c(m.central_right)", None),
         ("check_exercise_19_4c(m.central_one_sided)", "one_sided"),
         ("check_exercise_19_4c(m.central_not_restored)", "not_restored"),
@@ -65,10 +67,28 @@ def pair(attention):
 """
 
 
-def answer(part: str, student: int, fixed: bool = False) -> tuple[str, str | None]:
-    """Student number ``student``'s answer to ``part``: the right one once ``fixed``,
+@functools.cache
+def _parts() -> dict:
+    sys.path.insert(0, str(ROOT / "hub"))
+    from misconceptions.catalogue import checker_parts
+
+    return {part.checker: part for part in checker_parts()}
+
+
+def part_of(checker: str):
+    """The part of the exercise ``checker`` judges (hub/misconceptions/catalogue.py's
+    :class:`Part`): its ``key`` is how the board names it, ``"19.4 (c)"``."""
+    return _parts()[checker]
+
+
+def key(checker: str) -> str:
+    return part_of(checker).key
+
+
+def answer(checker: str, student: int, fixed: bool = False) -> tuple[str, str | None]:
+    """Student number ``student``'s answer to ``checker``: the right one once ``fixed``,
     otherwise the answers in turn (so every diagnosis has its students)."""
-    answers = ANSWERS[part]
+    answers = ANSWERS[checker]
     return answers[0] if fixed else answers[student % len(answers)]
 
 
@@ -78,12 +98,14 @@ def cell(call: str) -> str:
 
 
 def expected(latest: dict[str, dict[str, str | None]]) -> dict[str, dict]:
-    """The board's counts from each student's latest answer per part:
-    ``{part: {"attempted", "passing", "diagnoses": {name: students}}}``."""
+    """The board's counts from each student's latest answer per checker:
+    ``{part's key: {"attempted", "passing", "diagnoses": {name: students}}}``."""
     found: dict[str, dict] = {}
     for answers in latest.values():
-        for part, diagnosis in answers.items():
-            entry = found.setdefault(part, {"attempted": 0, "passing": 0, "diagnoses": Counter()})
+        for checker, diagnosis in answers.items():
+            entry = found.setdefault(
+                key(checker), {"attempted": 0, "passing": 0, "diagnoses": Counter()}
+            )
             entry["attempted"] += 1
             if diagnosis is None:
                 entry["passing"] += 1
@@ -139,10 +161,11 @@ print(json.dumps({k: bool(os.environ.get(k)) for k in
 async def post_forged(fetch, hub, token: str, claimed: str) -> None:
     """A 19.3 report with ``row_term_sign``, sent with ``token``, whose body claims to be
     ``claimed``'s (the service must count it for the token's owner)."""
+    part = part_of("check_exercise_19_3")
     forged = {
         "id": str(uuid.uuid4()),
-        "exercise": "19.3",
-        "part": "",
+        "exercise": part.exercise,
+        "part": part.part,
         "passed": False,
         "diagnoses": ["row_term_sign"],
         "ran_at": time.time(),
@@ -273,30 +296,34 @@ class BoardClass:
     async def reports_stored(self) -> int:
         return (await self.view())["session"]["reports"]
 
-    async def run(self, student, part: str, fixed: bool = False, delay: float = 0.0) -> float:
+    async def run(self, student, checker: str, fixed: bool = False, delay: float = 0.0) -> float:
         """One checker run in the student's kernel; the kernel's clock when it finished."""
         await asyncio.sleep(delay)
-        call, diagnosis = answer(part, self.index[student.name], fixed)
+        call, diagnosis = answer(checker, self.index[student.name], fixed)
         outputs, error = await student.kernel.execute(cell(call) + RAN_AT)
         if error is not None:
             raise RuntimeError(
-                f"{student.name}: {part}: {error.get('ename')}: {error.get('evalue')}"
+                f"{student.name}: {checker}: {error.get('ename')}: {error.get('evalue')}"
             )
-        self.latest[student.name][part] = diagnosis
+        self.latest[student.name][checker] = diagnosis
         self.runs += 1
         return float(printed(outputs).rsplit("ran_at", 1)[1])
 
-    async def burst(self, part: str, who=None, fixed=(), during=None, timed=True) -> dict:
-        """Everyone (or ``who``) runs ``part``'s checker within two seconds, as a class told
+    async def burst(self, checker: str, who=None, fixed=(), during=None, timed=True) -> dict:
+        """Everyone (or ``who``) runs ``checker`` within two seconds, as a class told
         "now run the checker" does; ``during`` is a fault started once the burst is under way.
         ``timed``: note the reports stored before (for the latencies; the hub must be up)."""
         who = self.students if who is None else who
         base = await self.reports_stored() if timed else None
-        runs = [self.run(s, part, s.name in fixed, random.uniform(0, 2)) for s in who]
+        runs = [self.run(s, checker, s.name in fixed, random.uniform(0, 2)) for s in who]
         if during is not None:
             runs.append(during())
         ran = await asyncio.gather(*runs)
-        return {"part": part, "base": base, "ran_at": [t for t in ran if isinstance(t, float)]}
+        return {
+            "checker": checker,
+            "base": base,
+            "ran_at": [t for t in ran if isinstance(t, float)],
+        }
 
     async def settled(self, timeout: float = WAIT_S) -> float:
         """Seconds until the board shows exactly the known answers; raises if it never does."""
@@ -366,10 +393,14 @@ async def run_board(hub, admin: str, students, workdir: Path, bench):
             if error is not None:
                 raise RuntimeError(f"{student.name}: {error.get('evalue')}")
         await page.open()
-        measured = [await board.burst(part) for part in ANSWERS]
+        measured = [await board.burst(checker) for checker in ANSWERS]
         await board.settled()
-        wrong = [s.name for s in students if board.latest[s.name]["19.4"] is not None]
-        measured.append(await board.burst("19.4", fixed=set(wrong[::2])))  # half fix it
+        wrong = [
+            s.name for s in students if board.latest[s.name]["check_exercise_19_4"] is not None
+        ]
+        measured.append(
+            await board.burst("check_exercise_19_4", fixed=set(wrong[::2]))
+        )  # half fix it
         await board.settled()
         draws = await page.draws()
         result["latency_s"] = spread([t for b in measured for t in burst_latencies(draws, b)])
@@ -381,21 +412,26 @@ async def run_board(hub, admin: str, students, workdir: Path, bench):
                 os.kill(pid, signal.SIGKILL)
 
         await board.burst(
-            "19.3", fixed={s.name for s in students}, during=kill_service, timed=False
+            "check_exercise_19_3",
+            fixed={s.name for s in students},
+            during=kill_service,
+            timed=False,
         )
         result["faults"]["service killed mid-burst"] = {"settled_s": await board.settled()}
 
         # the hub restarted (the service with it) while the class runs a checker
         hub.stop_hub()
         try:
-            await board.burst("19.4 (c)", fixed={s.name for s in students[::2]}, timed=False)
+            await board.burst(
+                "check_exercise_19_4c", fixed={s.name for s in students[::2]}, timed=False
+            )
         finally:
             hub.start_hub()
         result["faults"]["hub restarted"] = {"settled_s": await board.settled()}
 
         # a kernel killed right after a run: that report waits in the student's outbox
         victim = students[0]
-        await board.run(victim, "19.4")
+        await board.run(victim, "check_exercise_19_4")
         for pid in bench.kernel_pids(await bench.server_pid(admin, hub, victim.name)):
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 60
@@ -408,7 +444,7 @@ async def run_board(hub, admin: str, students, workdir: Path, bench):
         victim.parts = victim.kernel.explorer()
         await victim.kernel.move(victim.parts, MOVE_BACK)  # where the class left the explorer
         await victim.kernel.execute(PRELUDE)
-        await board.run(victim, "19.3")  # the next run sends both
+        await board.run(victim, "check_exercise_19_3")  # the next run sends both
         result["faults"]["kernel killed right after a run"] = {"settled_s": await board.settled()}
 
         result["reports"] = board.runs

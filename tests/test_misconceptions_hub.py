@@ -105,6 +105,10 @@ async def check(student, call: str) -> str:
 
 
 async def scenario(hub) -> None:
+    row, masked, own = (
+        board.key(checker)
+        for checker in ("check_exercise_19_3", "check_exercise_19_4", "check_exercise_19_4c")
+    )
     password = hub.env["ATTENTION_HUB_PASSWORD"]
     instructor = await bench.admin_login(hub)
     ann, bob = (bench.Student(hub, name, password) for name in ("ann", "bob"))
@@ -122,7 +126,7 @@ async def scenario(hub) -> None:
 
     assert "not yet" in await check(ann, "check_exercise_19_3(m.row_backward_in_place)")
     assert "passed" in await check(bob, "check_exercise_19_3(m.row_backward_einsum)")
-    counts = {"19.3": {"attempted": 2, "passing": 1, "diagnoses": {"modified_input": 1}}}
+    counts = {row: {"attempted": 2, "passing": 1, "diagnoses": {"modified_input": 1}}}
     await until_shown(hub, instructor, counts)
     _, names = await view(hub, instructor, "names")
     assert names["parts"][2]["diagnoses"] == [["modified_input", ["ann"]]]
@@ -134,7 +138,7 @@ async def scenario(hub) -> None:
 
     # a forged user name counts for the token's owner (bob, from his own API token)
     await board.post_forged(bench.fetch, hub, bob.token, "ann")
-    counts["19.3"] = {
+    counts[row] = {
         "attempted": 2,
         "passing": 0,
         "diagnoses": {"modified_input": 1, "row_term_sign": 1},
@@ -144,7 +148,7 @@ async def scenario(hub) -> None:
     assert ["row_term_sign", ["bob"]] in names["parts"][2]["diagnoses"]
 
     await check(ann, "check_exercise_19_4(*pair(m.MaskAfterSoftmax))")
-    counts["19.4"] = {"attempted": 1, "passing": 0, "diagnoses": {"mask_after_softmax": 1}}
+    counts[masked] = {"attempted": 1, "passing": 0, "diagnoses": {"mask_after_softmax": 1}}
     await until_shown(hub, instructor, counts)
 
     # a kernel killed right after a run: its report waits in ann's outbox for her next one
@@ -155,8 +159,8 @@ async def scenario(hub) -> None:
     ann.kernel.close()
     await open_kernel(ann)
     await check(ann, "check_exercise_19_4(m.loop_forward, m.loop_backward)")
-    counts["19.4"] = {"attempted": 1, "passing": 1, "diagnoses": {}}
-    counts["19.4 (c)"] = {"attempted": 1, "passing": 0, "diagnoses": {"one_sided": 1}}
+    counts[masked] = {"attempted": 1, "passing": 1, "diagnoses": {}}
+    counts[own] = {"attempted": 1, "passing": 0, "diagnoses": {"one_sided": 1}}
     await until_shown(hub, instructor, counts)
     for student in (ann, bob):
         student.close_page()

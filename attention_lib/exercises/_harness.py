@@ -434,5 +434,5 @@ def run(exercise, title, check, tolerance_note=""):
             tolerance_note=tolerance_note,
             notes=tuple(student.notes),
         )
-    report_sinks.deliver(report)
+    report_sinks.deliver(report, getattr(student, "functions", ()))
     return report

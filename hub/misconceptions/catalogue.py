@@ -16,6 +16,8 @@ import inspect
 import re
 from collections.abc import Mapping
 
+from .sink.attention_misconceptions_sink import exercise_and_part
+
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
@@ -24,6 +26,7 @@ class Part:
     exercise: str
     part: str
     title: str
+    checker: str = ""  # the checker's name in attention_lib.exercises
 
     @property
     def key(self) -> str:
@@ -76,14 +79,8 @@ def checker_parts() -> tuple[Part, ...]:
                 for p in inspect.signature(checker).parameters.values()
             )
             report = checker(*arguments)
-            exercise, part = _split(report.exercise)
-            parts.append(Part(exercise, part, report.title))
+            parts.append(Part(*exercise_and_part(report), report.title, checker=name))
     return tuple(parts)
-
-
-def _split(label: str) -> tuple[str, str]:
-    match = re.fullmatch(r"(\d+\.\d+)(?: \(([a-z])\))?", label)
-    return match[1], match[2] or ""
 
 
 def load() -> Catalogue:

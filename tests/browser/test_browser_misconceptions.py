@@ -173,6 +173,7 @@ def test_the_instructor_sees_the_class_mistakes_live(class_hub, tmp_path_factory
     from playwright.sync_api import sync_playwright
 
     hub = class_hub
+    row, masked = board.key("check_exercise_19_3"), board.key("check_exercise_19_4")
     students = Students(hub, ["ann", "bob", "cai"])
     guard = NetworkGuard()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -185,7 +186,7 @@ def test_the_instructor_sees_the_class_mistakes_live(class_hub, tmp_path_factory
                 guard.attach_page(page)
                 log_in(page, hub, "instructor", hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
                 page.click("#misconceptions-board")
-                page.wait_for_selector('.part[data-part="19.4"]')
+                page.wait_for_selector(f'.part[data-part="{masked}"]')
                 page.wait_for_selector('#board-status[data-state="live"]')
                 page.evaluate("() => { window.loadedOnce = true; }")
 
@@ -193,29 +194,29 @@ def test_the_instructor_sees_the_class_mistakes_live(class_hub, tmp_path_factory
                 students.run("bob", "check_exercise_19_4(*pair(m.MaskAfterSoftmax))")
                 students.run("cai", "check_exercise_19_4(*pair(m.ScaledBySqrtDModel))")
                 students.run("ann", "check_exercise_19_3(m.row_backward_in_place)")
-                wait_for_count(page, "19.4", "mask_after_softmax", 2)
-                wait_for_count(page, "19.4", "wrong_scale", 1)
-                wait_for_count(page, "19.3", "modified_input", 1)
+                wait_for_count(page, masked, "mask_after_softmax", 2)
+                wait_for_count(page, masked, "wrong_scale", 1)
+                wait_for_count(page, row, "modified_input", 1)
                 assert page.evaluate("() => window.loadedOnce === true"), "the page reloaded"
-                mask = bar(page, "19.4", "mask_after_softmax")
+                mask = bar(page, masked, "mask_after_softmax")
                 assert "mask after softmax" in mask.locator(".bar-title").inner_text().lower()
                 assert "mask_after_softmax" in mask.locator(".bar-meta").inner_text()
-                numbers = page.locator('.part[data-part="19.4"] .part-numbers').inner_text()
+                numbers = page.locator(f'.part[data-part="{masked}"] .part-numbers').inner_text()
                 assert numbers.split()[:5] == ["3", "tried", "0", "pass", "0"], numbers
                 assert "ann" not in page.content() and "bob" not in page.content()
 
                 # a student fixes the mistake: the bar follows, still without a reload
                 students.run("bob", "check_exercise_19_4(m.loop_forward, m.loop_backward)")
-                wait_for_count(page, "19.4", "mask_after_softmax", 1)
+                wait_for_count(page, masked, "mask_after_softmax", 1)
 
                 # a forged user name counts for the token's owner
                 students.call(board.post_forged(bench.fetch, hub, students.token("bob"), "ann"))
-                wait_for_count(page, "19.3", "row_term_sign", 1)
+                wait_for_count(page, row, "row_term_sign", 1)
                 names = instructor.new_page()
                 guard.attach_page(names)
                 names.goto(f"{hub.url}{board.SERVICE}names")
-                names.wait_for_selector('section[data-part="19.3"] dd')
-                listed = names.locator('section[data-part="19.3"]').inner_text()
+                names.wait_for_selector(f'section[data-part="{row}"] dd')
+                listed = names.locator(f'section[data-part="{row}"]').inner_text()
                 assert "row_term_sign (1)\nbob" in listed and "modified_input (1)\nann" in listed
 
                 problems = check_screens(page, "light")

@@ -48,11 +48,16 @@ def outbox() -> Path:
     return Path.home() / ".local" / "share" / "attention-misconceptions" / "outbox"
 
 
-def split_exercise(label: str) -> tuple[str, str]:
-    """``"19.4 (c)"`` -> ``("19.4", "c")``; ``"19.3"`` -> ``("19.3", "")``."""
-    match = _EXERCISE.fullmatch(label)
+def exercise_and_part(report) -> tuple[str, str]:
+    """The part of the exercise a report judges: its ``part`` where the report has one
+    (``("19.4", "a")``), else read from its label (``"19.4 (c)"`` -> ``("19.4", "c")``,
+    ``"19.3"`` -> ``("19.3", "")``)."""
+    part = getattr(report, "part", "")
+    if part:
+        return report.exercise, part
+    match = _EXERCISE.fullmatch(report.exercise)
     if match is None:
-        raise ValueError(f"not an exercise label: {label!r}")
+        raise ValueError(f"not an exercise label: {report.exercise!r}")
     return match["exercise"], match["part"] or ""
 
 
@@ -63,7 +68,7 @@ def from_library(function) -> bool:
 
 def payload(report) -> dict:
     """What is sent of one report: names and facts, no message text."""
-    exercise, part = split_exercise(report.exercise)
+    exercise, part = exercise_and_part(report)
     return {
         "id": str(uuid.uuid4()),
         "exercise": exercise,
