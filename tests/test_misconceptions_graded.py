@@ -15,11 +15,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import exercise_mistakes as m  # noqa: E402
 from misconceptions import graded  # noqa: E402
+from misconceptions.catalogue import checker_parts  # noqa: E402
 
 from attention_lib.exercises import (  # noqa: E402
     check_exercise_19_3,
     check_exercise_19_4,
     check_exercise_19_4c,
+)
+
+#: Each checker's part as the board and the CSV name it.
+PARTS = {part.checker: part for part in checker_parts()}
+ROW, MASKED, OWN, LOOKUP = (
+    PARTS[f"check_exercise_{name}"] for name in ("19_3", "19_4", "19_4c", "19_1")
 )
 
 
@@ -86,23 +93,26 @@ def test_the_graded_counts_are_the_known_answers(tmp_path, capsys):
         by_part.setdefault(key, {"attempted": row["attempted"], "passing": row["passing"]})
         if row["diagnosis"]:
             by_part[key][row["diagnosis"]] = row["students"]
-    assert by_part[("19.3", "")] == {
+    assert by_part[ROW.exercise, ROW.part] == {
         "attempted": "3",
         "passing": "1",
         "modified_input": "1",
         "missing_keepdims": "1",
     }
-    assert by_part[("19.4", "")] == {
+    assert by_part[MASKED.exercise, MASKED.part] == {
         "attempted": "3",
         "passing": "0",
         "mask_after_softmax": "2",
         "wrong_scale": "1",
     }
-    assert by_part[("19.4", "c")] == {"attempted": "2", "passing": "1", "one_sided": "1"}
-    assert by_part[("19.1", "")] == {"attempted": "0", "passing": "0"}
+    assert by_part[OWN.exercise, OWN.part] == {"attempted": "2", "passing": "1", "one_sided": "1"}
+    assert by_part[LOOKUP.exercise, LOOKUP.part] == {"attempted": "0", "passing": "0"}
     page = (tmp_path / "misconceptions" / "07_exercises.html").read_text()
-    assert "Exercise 19.4 · masked attention" in page and "<td>mask_after_softmax</td>" in page
-    assert "19.4: 3 attempted, 0 passed; mask_after_softmax 2, wrong_scale 1" in (
+    assert (
+        f"Exercise {MASKED.key} · masked attention" in page
+        and "<td>mask_after_softmax</td>" in page
+    )
+    assert f"{MASKED.key}: 3 attempted, 0 passed; mask_after_softmax 2, wrong_scale 1" in (
         capsys.readouterr().out
     )
 
@@ -110,5 +120,5 @@ def test_the_graded_counts_are_the_known_answers(tmp_path, capsys):
 def test_a_finding_wrapped_over_lines_is_read_right():
     report = check_exercise_19_4(*pair(m.SignError))
     text = f"some output first\n{report}\nand after"
-    assert graded.reports_in(text) == [("19.4", "", False, ("row_term_sign",))]
+    assert graded.reports_in(text) == [(MASKED.exercise, MASKED.part, False, ("row_term_sign",))]
     assert graded.reports_in("Exercise 19.3 · softmax row backward: not attempted yet") == []
