@@ -379,11 +379,35 @@ def burst_latencies(draws: list[dict], burst: dict) -> list[float]:
     return latencies
 
 
-async def run_board(hub, admin: str, students, workdir: Path, bench):
+async def kill_a_kernel_after_a_run(board, victim, admin, hub, bench, result) -> None:
+    """A kernel killed right after a run: that report waits in the student's outbox and
+    goes with the student's next run, in the kernel the server restarted."""
+    await board.run(victim, "check_exercise_19_4")
+    for pid in bench.kernel_pids(await bench.server_pid(admin, hub, victim.name)):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while "restarting" not in victim.kernel.statuses[-5:]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{victim.name}: the kernel did not restart")
+        await asyncio.sleep(0.2)
+    # the restarted kernel holds no explorer: the student runs 02 again, as after any kill
+    await victim.run_all(json.loads(victim.saved_text()))
+    victim.parts = victim.kernel.explorer()
+    await victim.kernel.move(victim.parts, MOVE_BACK)  # where the class left the explorer
+    await victim.kernel.execute(PRELUDE)
+    await board.run(victim, "check_exercise_19_3")  # the next run sends both
+    result["faults"]["kernel killed right after a run"] = {"settled_s": await board.settled()}
+
+
+async def run_board(hub, admin: str, students, workdir: Path, bench, kernel_kill: bool = True):
     """The board's part of the class: bursts on every part, some students fixing their
     mistake, then the faults, with the instructor's page open throughout. ``bench`` is
-    bench_class (its fetch, kernel_pids, server_pid, memory_kib). Returns the figures and
-    ``problems`` (empty when every count equalled the known answers)."""
+    bench_class (its fetch, kernel_pids, server_pid, memory_kib). ``kernel_kill``: the
+    fault that makes its student run 02 again (the smoke leaves it to
+    tests/test_misconceptions_hub.py, which checks it without that). Returns the figures,
+    the part's wall time and ``problems`` (empty when every count equalled the known
+    answers)."""
+    started = time.monotonic()
     result: dict = {"students": len(students), "problems": [], "faults": {}}
     page = InstructorPage(hub, workdir)
     board = BoardClass(hub, admin, students, bench.fetch)
@@ -429,24 +453,8 @@ async def run_board(hub, admin: str, students, workdir: Path, bench):
             hub.start_hub()
         result["faults"]["hub restarted"] = {"settled_s": await board.settled()}
 
-        # a kernel killed right after a run: that report waits in the student's outbox
-        victim = students[0]
-        await board.run(victim, "check_exercise_19_4")
-        for pid in bench.kernel_pids(await bench.server_pid(admin, hub, victim.name)):
-            os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 60
-        while "restarting" not in victim.kernel.statuses[-5:]:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{victim.name}: the kernel did not restart")
-            await asyncio.sleep(0.2)
-        # the restarted kernel holds no explorer: the student runs 02 again, as after any kill
-        await victim.run_all(json.loads(victim.saved_text()))
-        victim.parts = victim.kernel.explorer()
-        await victim.kernel.move(victim.parts, MOVE_BACK)  # where the class left the explorer
-        await victim.kernel.execute(PRELUDE)
-        await board.run(victim, "check_exercise_19_3")  # the next run sends both
-        result["faults"]["kernel killed right after a run"] = {"settled_s": await board.settled()}
-
+        if kernel_kill:
+            await kill_a_kernel_after_a_run(board, students[0], admin, hub, bench, result)
         result["reports"] = board.runs
         result["counts_equal_known_answers"] = shown(await board.view()) == expected(board.latest)
         behind = await page_caught_up(page, expected(board.latest))
@@ -464,6 +472,7 @@ async def run_board(hub, admin: str, students, workdir: Path, bench):
         result["problems"].append(f"{type(exc).__name__}: {exc}")
     finally:
         page.close()
+    result["wall_s"] = time.monotonic() - started
     for check in ("counts_equal_known_answers", "page_counts_equal", "page_never_reloaded"):
         if result.get(check) is False:
             result["problems"].append(f"{check.replace('_', ' ')}: no")
