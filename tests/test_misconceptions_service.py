@@ -166,7 +166,8 @@ def counted(svc, part="19.3"):
 
 
 def test_a_report_counts_for_the_tokens_owner_whatever_the_body_says(svc):
-    status, answer = svc.post("token-ann", report("row_term_sign", user="bob", student="bob"))
+    forged = report("row_term_sign", user="bob", student="bob")
+    status, answer = svc.post("token-ann", forged, user="bob", student="bob")
     assert (status, answer) == (200, {"stored": 1, "duplicates": 0, "stale": 0})
     assert counted(svc) == {"row_term_sign": 1}
     names = svc.view("names")["parts"][0]
