@@ -8,6 +8,7 @@ const view = config.view; // "board" or "names"
 const root = document.documentElement;
 const $ = (id) => document.getElementById(id);
 const MIN_FIT = 0.5; // the CSS keeps text at 14 px or more whatever --fit is
+const ROOMY_FIT = 0.8; // whole titles are worth a fifth of the type's size, no more
 const POLL_MS = 5000;
 
 function url(path, params = {}) {
@@ -158,15 +159,16 @@ function drawNames(data) {
   }));
 }
 
-// Largest --fit at which the page needs no scrolling (the CSS floors text at 14 px).
+// Titles and hints on three lines if that fits with the type at least ROOMY_FIT of its full
+// size; else on two (then the hint on one), the type as large as fits: the largest --fit at
+// which the page needs no scrolling (the CSS floors text at 14 px).
 function fit() {
   if (view !== 'board') return;
-  delete document.body.dataset.dense;
-  for (const dense of [false, true]) {
-    if (dense) document.body.dataset.dense = '';
+  for (const [lines, smallest] of [['3', ROOMY_FIT], ['2', MIN_FIT], ['1', MIN_FIT]]) {
+    document.body.dataset.lines = lines;
     let scale = 1;
     root.style.setProperty('--fit', String(scale));
-    while (root.scrollHeight > window.innerHeight && scale > MIN_FIT) {
+    while (root.scrollHeight > window.innerHeight && scale > smallest) {
       scale = Math.round((scale - 0.04) * 100) / 100;
       root.style.setProperty('--fit', String(scale));
     }
