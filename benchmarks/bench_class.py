@@ -1805,7 +1805,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"bench_class: {why}", file=sys.stderr)
         return 1
-    if args.browser:
+    if args.browser or args.board:  # the board's part opens the instructor's page in Chromium
         sys.path.insert(0, str(ROOT))
         from tests.browser.browser_harness import missing_browser_tools
 
