@@ -186,13 +186,18 @@ $(HUB_VENV)/.attention-installed: hub/requirements-instructor.txt hub/constraint
 	$(HUB_VENV)/bin/python -m pip install -r hub/requirements-instructor.txt \
 	  -c hub/constraints-instructor.txt && touch $@
 
+# The students' environment alone gets the misconceptions board's report sink
+# (hub/misconceptions/sink): the series' own environment reports to nobody.
+MISCONCEPTIONS_SINK := hub/misconceptions/sink
 singleuser: $(SINGLEUSER_VENV)/.attention-installed
 $(SINGLEUSER_VENV)/.attention-installed: hub/requirements-singleuser.txt \
-    hub/constraints-singleuser.txt requirements.txt pyproject.toml | $(STAMP)
+    hub/constraints-singleuser.txt requirements.txt pyproject.toml \
+    $(wildcard $(MISCONCEPTIONS_SINK)/*.py $(MISCONCEPTIONS_SINK)/*.toml) | $(STAMP)
 	$(call make_venv,$(SINGLEUSER_VENV))
 	$(SINGLEUSER_VENV)/bin/python -m pip install -r hub/requirements-singleuser.txt \
 	  -c hub/constraints-singleuser.txt && \
-	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps -e . && touch $@
+	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps -e . && \
+	  $(SINGLEUSER_VENV)/bin/python -m pip install --no-deps ./hub/misconceptions/sink && touch $@
 
 # The proxy's lock names versions whose engines this machine's Node meets; npm ci
 # (engine-strict, hub/.npmrc) refuses any other. Node is checked first, with the fix.
@@ -219,6 +224,19 @@ hub: hub-setup students
 	  --repo $(abspath $(STUDENTS_REPO))
 hub-stop:
 	$(HUB_VENV)/bin/python hub/serve.py --state $(HUB_STATE) --stop
+
+# The misconceptions board's data (docs/teaching.md, "Seeing the class's mistakes live"):
+# every session of course MISCONCEPTIONS_COURSE wiped from $(HUB_STATE), the hub running
+# or not; and the same counts for a graded assignment from nbgrader's autograded notebooks
+# of $(COURSE), as an HTML page and a CSV in $(COURSE)/misconceptions/.
+MISCONCEPTIONS_COURSE ?= attention-notebooks
+ASSIGNMENT ?= 07_exercises
+.PHONY: misconceptions-wipe misconceptions-graded
+misconceptions-wipe:
+	$(PYTHON) hub/misconceptions/store.py wipe --state $(HUB_STATE) --course $(MISCONCEPTIONS_COURSE)
+misconceptions-graded: singleuser
+	$(SINGLEUSER_VENV)/bin/python hub/misconceptions/graded.py --course $(COURSE) \
+	  --assignment $(ASSIGNMENT)
 
 lock-hub:
 	$(UV) pip compile hub/requirements-instructor.txt --universal --python-version 3.11 \

@@ -31,6 +31,16 @@ WebSockets that closed and whether they came back, the explorer round trips (med
 passes or fails: every server starts, no cell fails, no edit is lost. Every run leaves the
 hub's log (the hub, the proxy and every server) beside the JSON figures.
 
+The misconceptions board's part (``class_board.py``, in the first run; ``--no-board`` leaves it
+out): after the class, every protocol student runs the real exercise checkers on known right
+and wrong answers in bursts, some fix their mistake, then the board's service is killed
+mid-burst, the hub restarted and a kernel killed right after a run (not in ``--smoke``:
+tests/test_misconceptions_hub.py checks it in ``make test``), with the instructor's board open
+in Chromium throughout. What passes or fails: the counts equal the known answers, on the
+service and on the page; reported: the report's round trip in the kernel, the time from a
+report leaving its kernel to the count changing on the page, the service's memory, the
+part's wall time.
+
 ``--faults`` adds, each with nothing lost: the hub restarted while students work (their
 servers, open kernels and files carry on; explorer moves while it is down), an upstream
 commit to the notebook the students edited, pulled again (their edits survive), a
@@ -95,6 +105,7 @@ def _load(name: str, path: Path):
 
 
 serve = _load("hub_serve", ROOT / "hub" / "serve.py")
+class_board = _load("class_board", ROOT / "benchmarks" / "class_board.py")
 students_copy = _load("hub_students_copy", ROOT / "hub" / "students_copy.py")
 
 #: Waits (seconds). The hub's own spawn timeouts are in hub/jupyterhub_config.py
@@ -592,6 +603,7 @@ class Hub:
             ATTENTION_HUB_CULL_EVERY=str(cull_every(self.cull_timeout)),
             ATTENTION_HUB_ACTIVITY_INTERVAL=str(self.activity_interval),
             ATTENTION_HUB_SERVER_PORTS=str(free_port_block(200)),
+            ATTENTION_MISCONCEPTIONS_PORT=str(serve_free_port()),
         )
         self.url = f"http://127.0.0.1:{self.env['ATTENTION_HUB_PORT']}"
         self.repo = self.workdir / "students.git"
@@ -1215,6 +1227,12 @@ async def run_class(args, workdir: Path) -> dict:
             "hub": memory_kib(hub.hub.pid),
             "proxy": memory_kib(hub.proxy.pid),
         }
+        if args.board:
+            live = [s for s in students if isinstance(s, Student) and s.kernel is not None]
+            live = [s for s in live if "error" not in s.result]
+            report["board"] = await class_board.run_board(
+                hub, admin, live, workdir, sys.modules[__name__], kernel_kill=not args.smoke
+            )
         if args.faults:
             load = LoadSampler()
             load.start()
@@ -1276,6 +1294,7 @@ def summarize(report: dict, t_start: float) -> dict:
         or cells
         or report["edits_lost"]
         or _fault_failures(report)
+        or report.get("board", {}).get("problems")
     )
     return report
 
@@ -1602,6 +1621,8 @@ def markdown(runs: list[dict], meta: dict) -> str:
         ]:
             if items:
                 lines += [f"{heading}:", "", *[f"- {n}: {e}" for n, e in items.items()], ""]
+        if run.get("board"):
+            lines += board_lines(run["board"])
         if run.get("faults"):
             lines += ["Faults:", ""]
             for name, fault in run["faults"].items():
@@ -1618,6 +1639,45 @@ def markdown(runs: list[dict], meta: dict) -> str:
                 lines.append(f"- {name}: {verdict}; {details}")
             lines.append("")
     return "\n".join(lines)
+
+
+def board_lines(board: dict) -> list[str]:
+    """The misconceptions board's figures (class_board.run_board)."""
+    lines = [
+        "The misconceptions board (every protocol student runs the real checkers on known right "
+        "and wrong answers, in bursts; the instructor's page open in Chromium throughout):",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+    ]
+    rows = [
+        ("students; checker runs", f"{board['students']}; {board.get('reports', '-')}"),
+        ("the board's part, start to end (its faults included)", f"{board['wall_s']:.0f} s"),
+        ("report round trip in the kernel: median / p95", _ms(_as_ms(board.get("round_trip_s")))),
+        (
+            "report leaves the kernel to count on the open page: median / p95 (target 2 / 5 s)",
+            _ms(_as_ms(board.get("latency_s"))),
+        ),
+        ("the service, RSS / PSS", f"{_mem(board.get('service_kib') or [])} MiB"),
+        (
+            "counts equal the known answers (service; page)",
+            _yes(board, "counts_equal_known_answers") + "; " + _yes(board, "page_counts_equal"),
+        ),
+    ]
+    lines += [f"| {label} | {value} |" for label, value in rows]
+    lines.append("")
+    for name, fault in board.get("faults", {}).items():
+        lines.append(f"- {name}: nothing lost; counts right {fault['settled_s']:.1f} s later")
+    lines += [f"- **problem**: {problem}" for problem in board["problems"]]
+    return [*lines, ""]
+
+
+def _as_ms(stats: dict | None) -> dict | None:
+    return stats and {"median": stats["median"] * 1000, "p95": stats["p95"] * 1000}
+
+
+def _yes(board: dict, key: str) -> str:
+    return {True: "yes", False: "NO"}.get(board.get(key), "-")
 
 
 def table_rows(run: dict) -> list[tuple[str, str]]:
@@ -1723,6 +1783,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--browser", type=int, default=2, help="students in headless Chromium")
     parser.add_argument("--moves", type=int, default=MOVES)
     parser.add_argument("--faults", action="store_true")
+    parser.add_argument(
+        "--no-board",
+        dest="board",
+        action="store_false",
+        help="leave out the misconceptions board's part (class_board.py)",
+    )
     parser.add_argument("--cull-timeout", type=int, default=3600)
     parser.add_argument("--activity-interval", type=int, default=300)
     parser.add_argument("--keep", action="store_true", help="keep the hub's folder and logs")
@@ -1739,7 +1805,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"bench_class: {why}", file=sys.stderr)
         return 1
-    if args.browser:
+    if args.browser or args.board:  # the board's part opens the instructor's page in Chromium
         sys.path.insert(0, str(ROOT))
         from tests.browser.browser_harness import missing_browser_tools
 
@@ -1761,8 +1827,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     runs = []
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    for interval in schedules:
+    for index, interval in enumerate(schedules):
         args.interval = interval
+        args.board = args.board and index == 0  # the board's part in the first run only
         scratch = Path(tempfile.mkdtemp(prefix="bench-class-"))
         t = time.monotonic()
         try:

@@ -167,3 +167,57 @@ c.JupyterHub.load_roles = [
         "services": ["idle-culler"],
     }
 ]
+
+# -- the misconceptions board (docs/teaching.md, "Seeing the class's mistakes live") --------
+# A service of the hub's (restarted by it if it dies), in the students' environment, whose
+# attention_lib holds the catalogue of diagnoses. Each student's kernel reports each checker
+# run to it with the server's token (the sink that `make singleuser` installs); the
+# instructor's browser logs in to it through the hub and needs MISCONCEPTIONS_READ.
+MISCONCEPTIONS_READ = "custom:misconceptions:read"
+MISCONCEPTIONS_ACCESS = "access:services!service=misconceptions"
+MISCONCEPTIONS_URL = (
+    f"http://127.0.0.1:{int(os.environ.get('ATTENTION_MISCONCEPTIONS_PORT', HUB_API_PORT + 2))}"
+)
+c.JupyterHub.custom_scopes = {
+    MISCONCEPTIONS_READ: {
+        "description": "See the class's named mistakes live (the misconceptions board) and who "
+        "shows which."
+    }
+}
+c.JupyterHub.services.append(
+    {
+        "name": "misconceptions",
+        "url": MISCONCEPTIONS_URL,
+        "command": [
+            str(SINGLEUSER_VENV / "bin" / "python"),
+            str(ROOT / "hub" / "misconceptions" / "service.py"),
+        ],
+        "environment": {
+            "ATTENTION_HUB_STATE": str(STATE),
+            "ATTENTION_COURSE": os.environ.get("ATTENTION_COURSE", "attention-notebooks"),
+        },
+        "oauth_client_allowed_scopes": [MISCONCEPTIONS_READ],
+        "oauth_no_confirm": True,  # part of the hub: no "authorize this service?" page
+        "display": False,  # students may report to it: the home page links it for instructors
+    }
+)
+c.JupyterHub.template_paths = [str(ROOT / "hub" / "templates")]
+c.JupyterHub.load_roles += [
+    # Every user may reach the service (their kernels report to it); `self` is the default.
+    {"name": "user", "scopes": ["self", MISCONCEPTIONS_ACCESS]},
+    {"name": "misconceptions-instructor", "scopes": [MISCONCEPTIONS_READ], "users": ["instructor"]},
+]
+
+
+def server_token_scopes(spawner):
+    """The server token's default scopes (the `server` role) and the service's access: a
+    token holds only the scopes its user holds, hence the `user` role above."""
+    from jupyterhub import orm
+
+    return [*orm.Role.find(spawner.db, "server").scopes, MISCONCEPTIONS_ACCESS]
+
+
+c.Spawner.server_token_scopes = server_token_scopes
+c.Spawner.environment["ATTENTION_MISCONCEPTIONS_URL"] = (
+    f"{MISCONCEPTIONS_URL}/services/misconceptions/api/reports"
+)

@@ -315,7 +315,7 @@ def test_hub_serves_127_0_0_1_with_the_students_environment(hub_config):
     # The series' quiet JupyterLab, as `make lab` starts it.
     assert c.Spawner.environment["JUPYTER_CONFIG_PATH"] == str(ROOT / "etc" / "jupyter")
     assert (ROOT / "etc" / "jupyter" / "labconfig" / "default_setting_overrides.json").is_file()
-    (culler,) = c.JupyterHub.services
+    culler = next(s for s in c.JupyterHub.services if s["name"] == "idle-culler")
     assert culler["command"][1:3] == ["-m", "jupyterhub_idle_culler"]
     assert "--timeout=3600" in culler["command"]
 
@@ -354,7 +354,7 @@ def test_deploy_installs_what_make_installs():
 
     def steps(text: str) -> list[str]:
         return re.findall(
-            r"pip install (?:--no-cache-dir )?(-r \S+ *\\?\s*-c \S+|--no-deps (?:-e )?\.)", text
+            r"pip install (?:--no-cache-dir )?(-r \S+ *\\?\s*-c \S+|--no-deps (?:-e )?\.\S*)", text
         )
 
     def normalized(found: list[str]) -> list[str]:

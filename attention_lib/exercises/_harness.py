@@ -54,6 +54,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import report_sinks
 from ..gradcheck import relative_error
 from ._report import Diagnosis, ExerciseReport, Finding
 
@@ -782,4 +783,5 @@ def run(exercise, part, title, check, tolerance_note=""):
         )
     finally:
         student.close()
+    report_sinks.deliver(report, student.functions)
     return report
