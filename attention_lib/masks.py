@@ -11,8 +11,8 @@ They broadcast against the weights of shape ``(..., T_q, T_k)``:
 
 The second case is a trap: NumPy lines shapes up from the right, so a
 ``(B, 1, T_k)`` mask against ``(B, H, T_q, T_k)`` weights pairs its ``B`` axis
-with the *head* axis ``H``. When ``B == H`` nothing fails and every example is
-masked with another example's padding. Use ``padding_mask(valid, heads=True)``.
+with the *head* axis ``H``. When ``B == H`` nothing fails and head ``h`` of every
+example is masked with example ``h``'s padding. Use ``padding_mask(valid, heads=True)``.
 
 PyTorch's ``key_padding_mask`` (in ``nn.MultiheadAttention``) uses the opposite
 convention, True = ignore; negate it with ``~`` before passing it here.

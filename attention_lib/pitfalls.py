@@ -96,8 +96,9 @@ def large_negative_fill(scores, mask, fill=-1e9):
 
     Why it is wrong: exp(-1e9 - max) is zero in practice, so partly masked
     rows look fine, but a row whose keys are *all* masked holds equal scores
-    (all ``fill``) and softmax turns it into uniform weights: padding
-    queries read every padded key. In float16 the fill does not even fit
+    (all ``fill``) and softmax turns it into uniform weights: a query that
+    may read nothing (an example that is all padding, or a row a query mask
+    blocks) reads every blocked key. In float16 the fill does not even fit
     (float16 stops at 65504): it overflows to -inf with a warning, and a
     fully masked row becomes -inf - (-inf) = NaN. The same happens with
     -9e15 or d2l's -1e6 (-1e6 also overflows float16).

@@ -340,6 +340,17 @@ def test_19_3_each_mistake_is_named(implementation, diagnosis):
         assert report.diagnoses == (diagnosis,), str(report)
 
 
+def test_19_3_an_answer_kept_from_an_earlier_call_of_the_same_shape_fails():
+    answers = {}
+
+    def memoised(weights, grad_weights):
+        key = (np.shape(weights), np.asarray(weights).dtype)
+        return answers.setdefault(key, softmax_backward(weights, grad_weights))
+
+    report = check_exercise_19_3(memoised)
+    assert not report.passed, str(report)
+
+
 def test_19_3_hints_are_true_in_context():
     # axis=1 is wrong only with a leading axis: the message says so, and names axis=-1
     assert "with a leading batch axis, use axis=-1" in text(
@@ -490,6 +501,11 @@ def test_19_4_the_library_pitfall_backward_is_named():
         ("forward", attention_backward, "not_a_function"),
         (
             lambda Q, K, V, m=None: library_forward(Q, K, V, m),
+            attention_backward,
+            "forward_signature",
+        ),
+        (
+            lambda Q, K, V, *, mask=None: library_forward(Q, K, V, mask),
             attention_backward,
             "forward_signature",
         ),
@@ -700,6 +716,13 @@ def test_19_4c_the_own_pair_is_judged_without_counting():
     assert unwritten.passed and unwritten.note_names == ("own_pair_not_attempted",)
 
 
+def _q_and_k_swapped(*args):
+    errors_q, errors_k, errors_v = student.gradient_errors_with(
+        student.central_right, relative_error
+    )(*args)
+    return errors_k, errors_q, errors_v
+
+
 @pytest.mark.parametrize(
     ("gradient_errors", "diagnosis"),
     [
@@ -711,6 +734,7 @@ def test_19_4c_the_own_pair_is_judged_without_counting():
         (student.gradient_errors_sum_loss, "rejects_correct_backward"),
         (student.gradient_errors_in_place, "modified_input"),
         (lambda *args: {"Q": 0.0}, "wrong_type"),
+        (lambda *args: _q_and_k_swapped(*args), "errors_wrong_order"),
         (lambda *args: (0.0, -1.0, 0.0), "not_finite"),
         (not_implemented, None),
     ],

@@ -9,7 +9,7 @@ statement leaves free (tests/test_exercise_harness.py checks that each is reache
 axis               values the probes cover
 =================  ===================================================================
 leading axes       none; one (1, 2, 3); two (2 x 1, 2 x 2, 2 x 3, 3 x 2)
-T_q, T_k           1 to 8 and 1 to 7; T_q = T_k, T_q < T_k and T_q > T_k
+T_q, T_k           1 to 8 each; T_q = T_k, T_q < T_k and T_q > T_k
 d_k, d_v           1 to 64 each (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64), d_k = d_v and not
 mask               left out (``forward(Q, K, V)``), None, causal (T_q, T_k) (query i reads
                    keys 0..i), a row with no readable key, one readable key per row, all
@@ -85,7 +85,7 @@ PROBES = (
     MAIN._replace(mask="empty row", dtype="float32"),
     *(MAIN._replace(d_k=k, d_v=v) for k, v in ((1, 1), (3, 7), (7, 2), (16, 16), (64, 64))),
     Spec((), 1, 1, 2, 5),
-    Spec((), 1, 7, 6, 9, "every key"),
+    Spec((), 1, 8, 6, 9, "every key"),
     Spec((), 8, 1, 9, 6),
     *(MAIN._replace(mask=mask) for mask in ("one key", "every key", "pattern")),
     MAIN._replace(scores="tiny"),
@@ -104,7 +104,7 @@ PROBES = (
 AXES = {
     "leading axes": ((), (1,), (2,), (3,), (2, 1), (2, 2), (2, 3), (3, 2)),
     "T_q": (1, 2, 3, 4, 5, 6, 7, 8),
-    "T_k": (1, 2, 3, 4, 5, 6, 7),
+    "T_k": (1, 2, 3, 4, 5, 6, 7, 8),
     "d_k": (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64),
     "d_v": (1, 2, 3, 4, 5, 6, 7, 9, 16, 64),
     "mask": ("omitted", "None", "causal", "empty row", "one key", "every key", "pattern")

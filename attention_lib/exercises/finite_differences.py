@@ -379,10 +379,11 @@ def _errors(student, gradient_errors, backward, problem, label, scale=1.0):
     return errors
 
 
-def _grad_V_halved(grad_output, cache):
-    """Planted: right but for grad_V, which is half what it should be."""
+def _grad_K_doubled_V_halved(grad_output, cache):
+    """Planted: grad_Q right, grad_K twice and grad_V half what they should be (a verdict
+    that skips one gradient, or lists them in another order, cannot match it)."""
     grad_Q, grad_K, grad_V = attention_backward(grad_output, cache)
-    return grad_Q, grad_K, grad_V / 2
+    return grad_Q, 2 * grad_K, grad_V / 2
 
 
 def _causal_forced(grad_output, cache):
@@ -399,7 +400,7 @@ def _mask_ignored(grad_output, cache):
 PLANTED = {
     "attention_backward": attention_backward,
     "the planted sign error": pitfalls.attention_backward_with_sign_error,
-    "a backward wrong in grad_V alone (half of it)": _grad_V_halved,
+    "a backward right in grad_Q alone (grad_K doubled, grad_V halved)": _grad_K_doubled_V_halved,
     "a backward that ignores the mask": _mask_ignored,
     "a backward that applies a causal mask of its own": _causal_forced,
 }

@@ -25,6 +25,7 @@ with the smallest probe on which it fails.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import re
 
@@ -627,11 +628,28 @@ def _check_cache_order(pair):
     raise MISTAKES.stop("state_between_calls", first=first.label, others=others, what=what)
 
 
+def _mask_is_fourth(forward):
+    """False only when the signature is known and forward(Q, K, V, mask) would not bind mask."""
+    try:
+        signature = inspect.signature(forward)
+        arguments = signature.bind(0, 0, 0, "the mask").arguments
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values())
+    return variadic or arguments.get("mask") == "the mask"
+
+
 def _findings(student, forward, backward):
     require_callable(forward, "forward")
     require_callable(backward, "backward")
     if not accepts_keyword(forward, "mask"):
         raise MISTAKES.stop("forward_signature", what="takes no argument called `mask`")
+    if not _mask_is_fourth(forward):
+        raise MISTAKES.stop(
+            "forward_signature", what="cannot take the mask as forward(Q, K, V, mask)"
+        )
     pair = _Pair(student, forward, backward)
     for spec in PROBES:
         _check(pair, spec)

@@ -35,10 +35,11 @@ each tail of each scatter probe (10 tails), and the remaining 3.5e-5 cover the
 approximations (tests/test_exercises.py runs a right estimator over many seeds
 and measures how close they are). One seed gives one verdict, so a student who
 reruns the checker sees the same report. The 512 seeds at d_k = 1 give a
-right estimator's scatter to about 6% (one standard deviation), so an estimator
+right estimator's scatter to about 6% (one standard deviation): an estimator
 with 1.5 times its variance (pairs that share a vector with their neighbours)
-fails with probability above 0.99; half the samples (twice the variance) fails
-at every probe.
+lands 2 such deviations above that probe's band and fails about 98 times in 100;
+half the samples (twice the variance) fails it nearly always. The other probes,
+with fewer seeds, have wider bands and catch either only now and then.
 
 The answer must be a float (an int or a one-element list is refused, by name)
 drawn from its own ``np.random.default_rng(seed)``: drawing from NumPy's

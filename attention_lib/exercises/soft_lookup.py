@@ -17,7 +17,7 @@ ROLE_CHOICES = {
     "a": "the rows that are mixed into the output, in proportions set by the weights",
     "b": "what one position is looking for; it is compared with every key",
     "c": "what a position offers to be found by; it is compared with the query and "
-    "never reaches the output",
+    "is never mixed into the output",
 }
 VALUES_DOUBLED_CHOICES = {
     "a": "the weights stay the same and the output doubles",
@@ -38,7 +38,7 @@ _QUESTIONS = {
     "query": (
         "b",
         {
-            "a": "Queries never reach the output (O = A V has no Q in it). A query only "
+            "a": "No query is mixed into the output (O = A V mixes rows of V). A query "
             "decides, through its scores with the keys, how much of each value to take.",
             "c": "That describes a key. Query and key meet in the score q·k, but the query is "
             "the side that asks: one row per output position.",
@@ -47,8 +47,8 @@ _QUESTIONS = {
     "key": (
         "c",
         {
-            "a": "Keys only enter the scores Q Kᵀ; they never reach the output. The rows that "
-            "are mixed are the values.",
+            "a": "Keys only enter the scores Q Kᵀ and are never mixed into the output. The "
+            "rows that are mixed are the values.",
             "b": "That is the query, the side that asks. A key is what a position can be found by.",
         },
     ),

@@ -65,6 +65,7 @@ class Spec(NamedTuple):
 
 PROBES = (
     Spec((3, 5)),
+    Spec((3, 5), rows="nearly uniform"),  # a shape seen before, with new values
     Spec((4, 4)),
     Spec((2, 3, 6)),
     Spec((6,)),
