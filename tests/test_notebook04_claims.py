@@ -157,6 +157,10 @@ def test_softmax_backward_is_a_vector_jacobian_product_equal_to_jvp_by_symmetry(
         ]
     )
     np.testing.assert_allclose(J_numeric, J_numeric.T, atol=1e-8)
+    h = 1e-6  # J grad_a measured along grad_a alone, as notebook 04 does
+    s = np.log(a)
+    J_grad_a = (masked_softmax(s + h * grad_a) - masked_softmax(s - h * grad_a)) / (2 * h)
+    np.testing.assert_allclose(J_grad_a, J_numeric.T @ grad_a, atol=1e-8)
     np.testing.assert_allclose(
         softmax_backward(a, grad_a), grad_a @ J, atol=1e-15
     )  # vector-Jacobian

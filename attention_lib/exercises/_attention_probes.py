@@ -83,7 +83,7 @@ PROBES = (
     MAIN._replace(mask="omitted"),
     MAIN._replace(dtype="float32"),
     MAIN._replace(mask="empty row", dtype="float32"),
-    *(MAIN._replace(d_k=k, d_v=v) for k, v in ((1, 1), (3, 7), (7, 2), (16, 16), (64, 64))),
+    *(MAIN._replace(d_k=k, d_v=v) for k, v in ((1, 1), (3, 7), (7, 8), (16, 16), (64, 64))),
     Spec((), 1, 1, 2, 5),
     Spec((), 1, 8, 6, 9, "every key"),
     Spec((), 8, 1, 9, 6),
@@ -106,7 +106,7 @@ AXES = {
     "T_q": (1, 2, 3, 4, 5, 6, 7, 8),
     "T_k": (1, 2, 3, 4, 5, 6, 7, 8),
     "d_k": (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64),
-    "d_v": (1, 2, 3, 4, 5, 6, 7, 9, 16, 64),
+    "d_v": (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64),
     "mask": ("omitted", "None", "causal", "empty row", "one key", "every key", "pattern")
     + ("padding", "per example", "shared by heads"),
     "dtype": ("float64", "float32"),

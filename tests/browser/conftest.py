@@ -88,18 +88,26 @@ def network_guard() -> NetworkGuard:
 
 
 @pytest.fixture(scope="session")
-def chromium(network_guard: NetworkGuard, tmp_path_factory: pytest.TempPathFactory):
-    """A browser context of Debian's Chromium with a fresh profile."""
+def playwright_session():
+    """The worker's one Playwright: a second sync_playwright in the same process fails."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium-profile"))
-        try:
-            network_guard.attach_context(context)
-            yield context
-        finally:
-            context.close()
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def chromium(
+    playwright_session, network_guard: NetworkGuard, tmp_path_factory: pytest.TempPathFactory
+):
+    """A browser context of Debian's Chromium with a fresh profile."""
+    context = launch_chromium(playwright_session, tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        network_guard.attach_context(context)
+        yield context
+    finally:
+        context.close()
 
 
 @pytest.fixture

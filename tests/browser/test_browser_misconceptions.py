@@ -22,6 +22,8 @@ import threading
 
 import pytest
 
+from attention_lib.exercises import DIAGNOSES
+
 from .browser_harness import (
     CHROMIUM,
     CHROMIUM_FLAGS,
@@ -169,85 +171,85 @@ def check_screens(page, theme):
     return problems
 
 
-def test_the_instructor_sees_the_class_mistakes_live(class_hub, tmp_path_factory):
-    from playwright.sync_api import sync_playwright
-
-    hub = class_hub
+def test_the_instructor_sees_the_class_mistakes_live(
+    class_hub, tmp_path_factory, playwright_session
+):
+    hub, playwright = class_hub, playwright_session
     row, masked = board.key("check_exercise_19_3"), board.key("check_exercise_19_4")
     students = Students(hub, ["ann", "bob", "cai"])
     guard = NetworkGuard()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     try:
-        with sync_playwright() as playwright:
-            instructor = launch_chromium(playwright, tmp_path_factory.mktemp("instructor"))
-            guard.attach_context(instructor)
-            with guarded(guard):
-                page = instructor.new_page()
-                guard.attach_page(page)
-                log_in(page, hub, "instructor", hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
-                page.click("#misconceptions-board")
-                page.wait_for_selector(f'.part[data-part="{masked}"]')
-                page.wait_for_selector('#board-status[data-state="live"]')
-                page.evaluate("() => { window.loadedOnce = true; }")
+        instructor = launch_chromium(playwright, tmp_path_factory.mktemp("instructor"))
+        guard.attach_context(instructor)
+        with guarded(guard):
+            page = instructor.new_page()
+            guard.attach_page(page)
+            log_in(page, hub, "instructor", hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
+            page.click("#misconceptions-board")
+            page.wait_for_selector(f'.part[data-part="{masked}"]')
+            page.wait_for_selector('#board-status[data-state="live"]')
+            page.evaluate("() => { window.loadedOnce = true; }")
 
-                students.run("ann", "check_exercise_19_4(*pair(m.MaskAfterSoftmax))")
-                students.run("bob", "check_exercise_19_4(*pair(m.MaskAfterSoftmax))")
-                students.run("cai", "check_exercise_19_4(*pair(m.ScaledBySqrtDModel))")
-                students.run("ann", "check_exercise_19_3(m.row_backward_in_place)")
-                wait_for_count(page, masked, "mask_after_softmax", 2)
-                wait_for_count(page, masked, "wrong_scale", 1)
-                wait_for_count(page, row, "modified_input", 1)
-                assert page.evaluate("() => window.loadedOnce === true"), "the page reloaded"
-                mask = bar(page, masked, "mask_after_softmax")
-                assert "mask after softmax" in mask.locator(".bar-title").inner_text().lower()
-                assert "mask_after_softmax" in mask.locator(".bar-meta").inner_text()
-                numbers = page.locator(f'.part[data-part="{masked}"] .part-numbers').inner_text()
-                assert numbers.split()[:5] == ["3", "tried", "0", "pass", "0"], numbers
-                assert "ann" not in page.content() and "bob" not in page.content()
+            students.run("ann", "check_exercise_19_4(*pair(m.MaskAfterSoftmax))")
+            students.run("bob", "check_exercise_19_4(*pair(m.MaskAfterSoftmax))")
+            students.run("cai", "check_exercise_19_4(*pair(m.ScaledBySqrtDModel))")
+            students.run("ann", "check_exercise_19_3(m.row_backward_in_place)")
+            wait_for_count(page, masked, "mask_after_softmax", 2)
+            wait_for_count(page, masked, "wrong_scale", 1)
+            wait_for_count(page, row, "modified_input", 1)
+            assert page.evaluate("() => window.loadedOnce === true"), "the page reloaded"
+            mask = bar(page, masked, "mask_after_softmax")
+            title = next(d.title for d in DIAGNOSES if d.name == "mask_after_softmax")
+            assert mask.locator(".bar-title").inner_text() == title
+            assert "mask_after_softmax" in mask.locator(".bar-meta").inner_text()
+            numbers = page.locator(f'.part[data-part="{masked}"] .part-numbers').inner_text()
+            assert numbers.split()[:5] == ["3", "tried", "0", "pass", "0"], numbers
+            assert "ann" not in page.content() and "bob" not in page.content()
 
-                # a student fixes the mistake: the bar follows, still without a reload
-                students.run("bob", "check_exercise_19_4(m.loop_forward, m.loop_backward)")
-                wait_for_count(page, masked, "mask_after_softmax", 1)
+            # a student fixes the mistake: the bar follows, still without a reload
+            students.run("bob", "check_exercise_19_4(m.loop_forward, m.loop_backward)")
+            wait_for_count(page, masked, "mask_after_softmax", 1)
 
-                # a forged user name counts for the token's owner
-                students.call(board.post_forged(bench.fetch, hub, students.token("bob"), "ann"))
-                wait_for_count(page, row, "row_term_sign", 1)
-                names = instructor.new_page()
-                guard.attach_page(names)
-                names.goto(f"{hub.url}{board.SERVICE}names")
-                names.wait_for_selector(f'section[data-part="{row}"] dd')
-                listed = names.locator(f'section[data-part="{row}"]').inner_text()
-                assert "row_term_sign (1)\nbob" in listed and "modified_input (1)\nann" in listed
+            # a forged user name counts for the token's owner
+            students.call(board.post_forged(bench.fetch, hub, students.token("bob"), "ann"))
+            wait_for_count(page, row, "row_term_sign", 1)
+            names = instructor.new_page()
+            guard.attach_page(names)
+            names.goto(f"{hub.url}{board.SERVICE}names")
+            names.wait_for_selector(f'section[data-part="{row}"] dd')
+            listed = names.locator(f'section[data-part="{row}"]').inner_text()
+            assert "row_term_sign (1)\nbob" in listed and "modified_input (1)\nann" in listed
 
-                problems = check_screens(page, "light")
-                page.click("#board-theme")
-                assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-                problems += check_screens(page, "dark")
-                assert not problems, "\n".join(problems)
-            instructor.close()
+            problems = check_screens(page, "light")
+            page.click("#board-theme")
+            assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+            problems += check_screens(page, "dark")
+            assert not problems, "\n".join(problems)
+        instructor.close()
 
-            # axe-core goes into the page as a script of its own, which the board's
-            # Content-Security-Policy refuses: this one context lets it in
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            checked = browser.new_context(bypass_csp=True, viewport=SCREENS[0]).new_page()
-            log_in(checked, hub, "instructor", hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
-            checked.goto(f"{hub.url}{board.SERVICE}")
-            checked.wait_for_selector(".bar")
-            for theme in ("light", "dark"):
-                checked.evaluate(
-                    "(theme) => { document.documentElement.dataset.theme = theme; }", theme
-                )
-                violations = accessibility_violations(checked, "body")
-                assert not violations, f"{theme}:\n{describe_violations(violations)}"
-            browser.close()
+        # axe-core goes into the page as a script of its own, which the board's
+        # Content-Security-Policy refuses: this one context lets it in
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        checked = browser.new_context(bypass_csp=True, viewport=SCREENS[0]).new_page()
+        log_in(checked, hub, "instructor", hub.env["ATTENTION_HUB_ADMIN_PASSWORD"])
+        checked.goto(f"{hub.url}{board.SERVICE}")
+        checked.wait_for_selector(".bar")
+        for theme in ("light", "dark"):
+            checked.evaluate(
+                "(theme) => { document.documentElement.dataset.theme = theme; }", theme
+            )
+            violations = accessibility_violations(checked, "body")
+            assert not violations, f"{theme}:\n{describe_violations(violations)}"
+        browser.close()
 
-            student = launch_chromium(playwright, tmp_path_factory.mktemp("student"))
-            page = student.new_page()
-            log_in(page, hub, "ann", hub.env["ATTENTION_HUB_PASSWORD"])
-            assert page.locator("#misconceptions-board").count() == 0
-            for path in ("", "names", "api/board", "export.csv"):
-                response = page.goto(f"{hub.url}{board.SERVICE}{path}")
-                assert response.status == 403, (path, response.status)
-            student.close()
+        student = launch_chromium(playwright, tmp_path_factory.mktemp("student"))
+        page = student.new_page()
+        log_in(page, hub, "ann", hub.env["ATTENTION_HUB_PASSWORD"])
+        assert page.locator("#misconceptions-board").count() == 0
+        for path in ("", "names", "api/board", "export.csv"):
+            response = page.goto(f"{hub.url}{board.SERVICE}{path}")
+            assert response.status == 403, (path, response.status)
+        student.close()
     finally:
         students.close()
