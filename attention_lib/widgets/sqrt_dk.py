@@ -6,7 +6,7 @@ keys), one row of softmax weights, and how saturated the softmax is: the row
 entropy, the largest weight and the norm of the softmax Jacobian (how much a
 nudge of the scores still moves the weights). A small ``‖J‖`` is not a small
 gradient: as notebook 02 measures, without the scale the Jacobian shrinks while
-the gradient that reaches Q and K grows and swings with the width.
+the gradient that reaches Q and K grows, by a factor that depends on the width and the draw.
 
 :func:`update` is pure (NumPy only). The histogram shows the sizes ``|q . k|``
 on a log axis, where multiplying every score by a factor shifts it sideways
